@@ -1,0 +1,192 @@
+"""Hook specifications of the tool-call pipeline, grouped by stage in the order they fire.
+
+Every spec says when it fires, what an implementation may do, what it must not do, and what
+happens when nobody implements it. The core runs each pipeline hook itself (pluggy cannot await),
+walking the implementations in pluggy's call order: ``tryfirst`` first, then the last registered.
+For a waterfall that first implementation is the outermost; its ``call_next()`` runs the rest.
+
+Implementations may take any subset of a spec's arguments, as with any pluggy hook. Waterfall
+impls may be ``def`` or ``async def``; a ``def`` impl may ``return call_next()`` to continue.
+Wrappers (``wrapper=True`` / ``hookwrapper=True``) are refused on every hook here except
+``harness_register_tools``, and so are ``async def`` guards and observers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .registry import ToolDefinition
+    from .types import (
+        ApprovalOutcome,
+        ApprovalRequest,
+        ContentBlock,
+        DispatchExecution,
+        Execution,
+        PostDecision,
+        PreDecision,
+        ToolResult,
+    )
+
+__all__ = ["CallNext", "PROJECT_NAME", "hookimpl", "hookspec"]
+
+#: The pluggy project name: markers, entry-point group and CLI all use it.
+PROJECT_NAME = "harness"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+T = TypeVar("T")
+
+#: The continuation a waterfall impl receives: a zero-argument async callable running the rest
+#: of the chain (down to the core's default). Calling it again runs the rest again.
+CallNext: TypeAlias = Callable[[], Awaitable[T]]
+
+
+# --- Host: start-up ---------------------------------------------------------------------------
+
+
+@hookspec
+def harness_register_tools(register: Callable[[ToolDefinition], Callable[[], None]]) -> None:
+    """Contribute tools: call ``register(definition)`` once per tool.
+
+    When: once per plugin, when the plugin is registered with a Harness (at start-up for plugins
+    given to ``Harness(...)`` or found through entry points, or on ``h.register(plugin)``).
+    May: register any number of ToolDefinitions (or ``@tool`` functions); keep the returned
+    ``dispose`` to unregister one later.
+    Must not: register a name another plugin already registered (that raises), or ``run_code``.
+    Default: no tools.
+    """
+
+
+# --- Stage 1: pre-execute (async waterfall) ----------------------------------------------------
+
+
+@hookspec
+def tools_pre_execute(execution: Execution, call_next: CallNext[PreDecision]) -> PreDecision:
+    """Decide whether a call may run: ``Allow()``, ``Deny(reason=...)`` or ``Ask(reason=...)``.
+
+    When: once per call, after the arguments were snapshotted and before approval and the guards.
+    It also runs for names no tool is registered under (the unknown-tool failure comes at dispatch).
+    May: return a decision without calling ``call_next()`` (short-circuit the inner listeners);
+    await ``call_next()`` and return, change or override its decision (an outer listener can turn
+    an inner ``Deny`` into ``Allow``); await other work while watching ``execution.signal``.
+    Must not: change the arguments or the signal (both are read-only); expect an ``Allow`` to skip
+    the guards (it never does). Anything but Allow, Deny or Ask is treated as a denial naming you.
+    Default: ``Allow()``.
+    """
+
+
+# --- Stage 2: approval (async service, first answer wins) --------------------------------------
+
+
+@hookspec
+def approval_request(request: ApprovalRequest) -> ApprovalOutcome | None | Awaitable[ApprovalOutcome | None]:
+    """Answer an ``Ask`` once: ``"allowed-once"``, ``"rejected"``, ``"cancelled"`` or ``"unavailable"``.
+
+    When: after the pre-execute waterfall returned ``Ask`` for a call that has an ``agent``.
+    May: take as long as a human needs, watching ``request.signal``; return ``None`` to abstain
+    and let the next implementation answer.
+    Must not: answer outside the four outcomes (that fails the call); expect ``allowed-once`` to
+    skip the guards (they run after it).
+    Default: nobody answers, and the ask is denied:
+    ``tool "<name>" requires approval (not yet supported)`` (or the ask's own reason).
+    """
+
+
+# --- Stage 3: guards (sync, monotonic) ---------------------------------------------------------
+
+
+@hookspec
+def tools_guard(execution: Execution) -> object | None:
+    """Veto a call that policy allowed: return ``None`` to abstain, anything else to deny.
+
+    When: only when the decision so far is allow (the waterfall said ``Allow`` or an ask was
+    ``allowed-once``), after approval and before dispatch; guards are called in pluggy's call order
+    and the first denial wins. The returned value (as ``str``) is the denial reason.
+    May: read the execution. Raising fails the call and the body never runs.
+    Must not: be ``async def`` or a wrapper (both are refused at registration: a guard cannot
+    await, and nothing may turn a guard's denial into an allow).
+    Default: abstain.
+    """
+
+
+# --- Stage 4: execute (async waterfall around the body) ----------------------------------------
+
+
+@hookspec
+def tools_execute(execution: DispatchExecution, call_next: CallNext[ToolResult]) -> ToolResult:
+    """Wrap the dispatch of the tool body (timeout, retry, metrics).
+
+    When: once per call that got past pre-execute, approval and the guards.
+    May: await ``call_next()`` (again, to retry: each call re-runs the inner wrappers and the
+    body); return its result or a new ``ToolResult`` (a success is re-rendered from its ``value``);
+    short-circuit without calling ``call_next()`` (the body does not run); assign
+    ``execution.signal`` for the delegated call and restore it afterwards (no other stage may).
+    Must not: change the arguments or any identity field; return anything but a ToolResult.
+    A wrapper that raises fails the call and skips post-execute.
+    Default: dispatch the body (unknown tools, body errors and bad output come back as failed
+    results, never as exceptions).
+    """
+
+
+# --- Stage 5: post-execute (async waterfall) ---------------------------------------------------
+
+
+@hookspec
+def tools_post_execute(execution: Execution, result: ToolResult, call_next: CallNext[PostDecision]) -> PostDecision:
+    """Judge the result: ``Accept()``, ``Accept(content=...)``, ``Accept(value=...)`` or ``Block(feedback=...)``.
+
+    When: after dispatch, and also for denied calls, unknown tools, body failures and calls
+    cancelled between policy and dispatch; not after a throw in an earlier stage.
+    May: replace the model-facing content (also of a failure); replace the value of a success
+    (re-validated and re-rendered); block with feedback; add ``additional_contexts``.
+    Must not: mutate ``result`` (it is frozen); replace both content and value; replace the value
+    of a failure (both fail the call); return anything but Accept or Block.
+    Default: ``Accept()``.
+    """
+
+
+# --- Stage 6: result (sync emit, observers only) -----------------------------------------------
+
+
+@hookspec
+def tools_result(execution: Execution, result: ToolResult) -> None:
+    """Observe the final, frozen outcome of a call; it is the very object ``execute`` returns.
+
+    When: exactly once per call, on every path (denials, errors, aborts included).
+    May: read, record, count. A raising observer is logged and the others still run.
+    Must not: be ``async def`` (refused: nothing awaits an observer); expect to change anything.
+    Default: nothing.
+    """
+
+
+@hookspec
+def tools_change() -> None:
+    """Hear that the set of tools changed (a tool was registered or unregistered).
+
+    When: after each registration change, synchronously.
+    May: refresh what it derived from ``h.tools.schemas()``. Raising rolls the change back and
+    the error reaches whoever registered or unregistered the tool.
+    Must not: be ``async def``.
+    Default: nothing.
+    """
+
+
+# --- Code Mode (async waterfall on the log copy only) ------------------------------------------
+
+
+@hookspec
+def tools_code_dispatch_log(dispatch: Any, call_next: CallNext[list[ContentBlock]]) -> list[ContentBlock]:
+    """Shape the durable log copy of a Code Mode sub-call's content (a spill preview, say).
+
+    When: once per settled sub-call of a ``run_code`` program that has an agent, after the
+    program already received its value.
+    May: return replacement content blocks for the ``tool/code-dispatch`` event.
+    Must not: expect to change the program's value, the sub-call result or what the model sees.
+    A raising listener is logged and the original content is logged instead.
+    Default: the content unchanged.
+    """

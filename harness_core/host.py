@@ -1,0 +1,377 @@
+"""The Harness: plugin registration (with the core's refusals), the typed hook facade, and execute.
+
+Only this module touches pluggy's hook callers (STYLE rule 8). ``HookCalls`` builds one chain per
+hook from ``get_hookimpls()`` when the set of plugins changes and reuses it for every call; the
+plugin manager tells it when to rebuild.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Iterable, Sequence
+from types import CoroutineType, TracebackType
+from typing import Any
+
+import pluggy
+from importlib_metadata import entry_points
+
+from . import hookspecs
+from .chain import Link, Waterfall, links_of
+from .errors import PluginRefusedError
+from .events import EventSink
+from .hookspecs import PROJECT_NAME, CallNext
+from .pipeline import Pipeline
+from .registry import ToolRegistry
+from .signal import Dispose, Signal
+from .types import (
+    Accept,
+    Allow,
+    ApprovalRequest,
+    Ask,
+    Block,
+    ContentBlock,
+    Deny,
+    DispatchExecution,
+    Execution,
+    PostDecision,
+    PreDecision,
+    ToolCall,
+    ToolResult,
+)
+
+__all__ = ["Harness", "HookCalls"]
+
+logger = logging.getLogger("harness")
+
+#: Hooks the core walks itself; a pluggy wrapper on any of them would never run as intended.
+CORE_RUN_HOOKS = frozenset(
+    {
+        "tools_pre_execute",
+        "approval_request",
+        "tools_guard",
+        "tools_execute",
+        "tools_post_execute",
+        "tools_result",
+        "tools_change",
+        "tools_code_dispatch_log",
+    }
+)
+#: Hooks whose impls are called without awaiting: an ``async def`` impl would silently never run.
+SYNC_HOOKS = frozenset({"tools_guard", "tools_result", "tools_change"})
+
+
+# --- Per-link return checks: a wrong type is caught where it was returned, naming the plugin ---
+
+
+def _check_pre(decision: object, link: Link) -> PreDecision:
+    kind = type(decision)
+    if kind is Allow or kind is Deny or kind is Ask:
+        return decision  # type: ignore[return-value]
+    # Fail closed: a confused listener denies, it never lets the call through (DESIGN §5).
+    return Deny(
+        reason=f'plugin "{link.plugin_name}" returned {kind.__name__} from tools_pre_execute; '
+        "expected Allow, Deny or Ask"
+    )
+
+
+def _check_execute(result: object, link: Link) -> ToolResult:
+    if type(result) is ToolResult:
+        return result
+    raise TypeError(f'plugin "{link.plugin_name}" returned {type(result).__name__} from tools_execute; expected ToolResult')
+
+
+def _check_post(decision: object, link: Link) -> PostDecision:
+    kind = type(decision)
+    if kind is Accept or kind is Block:
+        return decision  # type: ignore[return-value]
+    raise TypeError(
+        f'plugin "{link.plugin_name}" returned {kind.__name__} from tools_post_execute; expected Accept or Block'
+    )
+
+
+def _check_dispatch_log(content: object, link: Link) -> list[ContentBlock]:
+    if isinstance(content, list | tuple) and all(isinstance(block, ContentBlock) for block in content):
+        return list(content)
+    raise TypeError(
+        f'plugin "{link.plugin_name}" returned {type(content).__name__} from tools_code_dispatch_log; '
+        "expected a list of content blocks"
+    )
+
+
+class _Chains:
+    """Every hook's links in call order, built at once after a registration change."""
+
+    __slots__ = ("pre", "guards", "execute", "post", "approval", "result", "change", "dispatch_log")
+
+    def __init__(self, hook: Any) -> None:
+        self.pre = Waterfall("tools_pre_execute", links_of(hook.tools_pre_execute), _check_pre)
+        self.execute = Waterfall("tools_execute", links_of(hook.tools_execute), _check_execute)
+        self.post = Waterfall("tools_post_execute", links_of(hook.tools_post_execute), _check_post)
+        self.dispatch_log = Waterfall(
+            "tools_code_dispatch_log", links_of(hook.tools_code_dispatch_log), _check_dispatch_log
+        )
+        self.guards = links_of(hook.tools_guard)
+        self.approval = links_of(hook.approval_request)
+        self.result = links_of(hook.tools_result)
+        self.change = links_of(hook.tools_change)
+
+
+class HookCalls:
+    """The typed facade over the hooks: one method per hook, chains cached between changes."""
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self._pm = pm
+        self._chains: _Chains | None = None
+
+    def invalidate(self) -> None:
+        """Forget the cached chains; the next call rebuilds them from pluggy."""
+        self._chains = None
+
+    @property
+    def chains(self) -> _Chains:
+        chains = self._chains
+        if chains is None:
+            chains = self._chains = _Chains(self._pm.hook)
+        return chains
+
+    async def pre_execute(self, execution: Execution, default: CallNext[PreDecision]) -> PreDecision:
+        return await self.chains.pre.run({"execution": execution}, default)
+
+    def has_approval(self) -> bool:
+        return bool(self.chains.approval)
+
+    async def approval_request(self, request: ApprovalRequest) -> object:
+        """The first non-``None`` answer, in call order; ``None`` when every impl abstains."""
+        arguments = {"request": request}
+        for link in self.chains.approval:
+            answer = link.call(arguments)
+            if link.is_async or type(answer) is CoroutineType:
+                answer = await answer
+            if answer is not None:
+                return answer
+        return None
+
+    def guard(self, execution: Execution) -> str | None:
+        """The first guard's denial reason (as ``str``), or ``None`` when every guard abstains."""
+        arguments = {"execution": execution}
+        for link in self.chains.guards:
+            verdict = link.call(arguments)
+            if verdict is not None:
+                return verdict if type(verdict) is str else str(verdict)
+        return None
+
+    async def execute(self, execution: DispatchExecution, default: CallNext[ToolResult]) -> ToolResult:
+        return await self.chains.execute.run({"execution": execution}, default)
+
+    async def post_execute(self, execution: Execution, result: ToolResult, default: CallNext[PostDecision]) -> PostDecision:
+        return await self.chains.post.run({"execution": execution, "result": result}, default)
+
+    def result(self, execution: Execution, result: ToolResult) -> None:
+        """Tell every observer; a raising observer is logged and the others still hear it."""
+        links = self.chains.result
+        if not links:
+            return
+        arguments = {"execution": execution, "result": result}
+        for link in links:
+            try:
+                link.call(arguments)
+            except Exception as exc:
+                logger.warning(
+                    'tool "%s" (%s): tools_result observer %r failed: %s',
+                    execution.name,
+                    execution.call_id,
+                    link.plugin_name,
+                    exc,
+                )
+
+    def change(self) -> None:
+        """Tell every ``tools_change`` listener; an exception propagates (the change rolls back)."""
+        for link in self.chains.change:
+            link.call({})
+
+    async def code_dispatch_log(self, dispatch: Any, default: CallNext[list[ContentBlock]]) -> list[ContentBlock]:
+        return await self.chains.dispatch_log.run({"dispatch": dispatch}, default)
+
+
+def refuse_unsafe_impls(pm: pluggy.PluginManager, plugin: object) -> None:
+    """Raise PluginRefusedError if ``plugin`` has an impl the core cannot run safely (DESIGN §2)."""
+    plugin_name = pm.get_name(plugin)
+    for caller in pm.get_hookcallers(plugin) or ():
+        for impl in caller.get_hookimpls():
+            if impl.plugin is not plugin:
+                continue
+            hook = caller.name
+            if hook in CORE_RUN_HOOKS and (impl.wrapper or impl.hookwrapper):
+                raise PluginRefusedError(
+                    f'plugin "{plugin_name}" implements {hook} as a wrapper; the core runs {hook} itself, '
+                    "so use a plain impl (waterfall impls receive call_next instead)"
+                )
+            if hook in SYNC_HOOKS and inspect.iscoroutinefunction(impl.function):
+                raise PluginRefusedError(
+                    f'plugin "{plugin_name}" implements {hook} as async def; {hook} is synchronous '
+                    "(nothing would await it), so make it a plain def"
+                )
+
+
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, plus the core's refusals and chain invalidation on every change."""
+
+    def __init__(self, hooks: HookCalls | None = None) -> None:
+        super().__init__(PROJECT_NAME)
+        self.hook_calls = hooks
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        plugin_name = super().register(plugin, name)
+        if plugin_name is None:
+            return None
+        try:
+            refuse_unsafe_impls(self, plugin)
+        except PluginRefusedError:
+            super().unregister(plugin)
+            raise
+        finally:
+            if self.hook_calls is not None:
+                self.hook_calls.invalidate()
+        return plugin_name
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any:
+        try:
+            return super().unregister(plugin, name)
+        finally:
+            if self.hook_calls is not None:
+                self.hook_calls.invalidate()
+
+
+class Harness:
+    """The host: registered plugins, the tool registry, and the pipeline every call goes through.
+
+    ``Harness(plugins=[A, B])`` registers in list order, so pluggy calls B before A (B is the
+    outer waterfall listener). ``load_entrypoints=True`` also loads plugins from the ``harness``
+    entry-point group, sorted by name. ``events`` receives session events (``None``: discarded).
+    """
+
+    def __init__(
+        self,
+        plugins: Iterable[object] = (),
+        *,
+        config: Any = None,
+        load_entrypoints: bool = False,
+        events: EventSink | None = None,
+    ) -> None:
+        self.config = config
+        self.events = events
+        self._pm = _PluginManager()
+        self._hooks = HookCalls(self._pm)
+        self._pm.hook_calls = self._hooks
+        self._pm.add_hookspecs(hookspecs)
+        self.tools = ToolRegistry(self._hooks.change)
+        self._pipeline = Pipeline(self.tools, self._hooks, events)
+        self._tool_disposers: dict[str, list[Dispose]] = {}
+        self._closed = False
+        for plugin in plugins:
+            self._register(plugin, None)
+        if load_entrypoints:
+            self._load_entrypoints()
+        self._check_pending()
+
+    # --- plugins ------------------------------------------------------------------------------
+
+    @property
+    def plugin_manager(self) -> pluggy.PluginManager:
+        """The underlying pluggy manager (register and unregister through the Harness instead)."""
+        return self._pm
+
+    def register(self, plugin: object, name: str | None = None) -> str:
+        """Register a plugin and collect its tools; refuse unsafe hook impls with a clear error."""
+        plugin_name = self._register(plugin, name)
+        try:
+            self._check_pending()
+        except PluginRefusedError:
+            self.unregister(plugin)
+            raise
+        return plugin_name
+
+    def _register(self, plugin: object, name: str | None) -> str:
+        plugin_name = self._pm.register(plugin, name)
+        if plugin_name is None:
+            raise PluginRefusedError(f"plugin {name or plugin!r} is blocked and was not registered")
+        disposers: list[Dispose] = []
+        self._tool_disposers[plugin_name] = disposers
+        for impl in self._pm.hook.harness_register_tools.get_hookimpls():
+            if impl.plugin is plugin:
+                try:
+                    impl.function(*[(lambda d: disposers.append(self.tools.register(d)) or disposers[-1]) for _ in impl.argnames])
+                except BaseException:
+                    self.unregister(plugin)
+                    raise
+        return plugin_name
+
+    def unregister(self, plugin: object) -> None:
+        """Remove a plugin and the tools it registered."""
+        plugin_name = self._pm.get_name(plugin)
+        if plugin_name is None:
+            return
+        for dispose in reversed(self._tool_disposers.pop(plugin_name, [])):
+            dispose()
+        self._pm.unregister(plugin)
+
+    def _check_pending(self) -> None:
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginRefusedError(f"{exc} (no hook specification by that name is registered)") from None
+
+    def _load_entrypoints(self) -> None:
+        # The host issue grows this (allow-lists, required plugins, config); the order is already
+        # deterministic: sorted by entry-point name, never install order.
+        for entry_point in sorted(entry_points(group=PROJECT_NAME), key=lambda ep: ep.name):
+            if self._pm.is_registered(None) or self._pm.has_plugin(entry_point.name):
+                continue
+            plugin = entry_point.load()
+            self._register(plugin, entry_point.name)
+
+    def plugins(self) -> list[tuple[str, object]]:
+        """``(name, plugin)`` for every registered plugin, in registration order."""
+        return list(self._pm.list_name_plugin())
+
+    # --- calls --------------------------------------------------------------------------------
+
+    async def execute(self, call: ToolCall) -> ToolResult:
+        """Run one call through the whole pipeline and return its frozen result.
+
+        Never raises for a tool, policy or plugin failure: those become failed results. If the
+        task awaiting this is cancelled, the call's signal is aborted, the outcome is still
+        recorded (finalizer, ``tools_result``), and the cancellation propagates.
+        """
+        return await self._pipeline.execute(call)
+
+    async def execute_batch(
+        self, calls: Sequence[ToolCall], *, signal: Signal | None = None, max_parallel: int = 10
+    ) -> list[ToolResult]:
+        """Run one model turn's calls and return their results in model order.
+
+        Pre-execute, approval and guards run serially in model order; only dispatch overlaps,
+        and only for calls whose tool says ``is_concurrency_safe(args)``; any other call runs alone.
+        Post-execute and finish commit in model order. If ``signal`` aborts, no further call
+        starts and each unstarted call gets an ``ABORTED_BEFORE_DISPATCH`` result.
+        """
+        return await self._pipeline.execute_batch(calls, signal=signal, max_parallel=max_parallel)
+
+    # --- lifetime -----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Release what plugins hold: unregister every plugin (their tools go with them)."""
+        if self._closed:
+            return
+        self._closed = True
+        for _name, plugin in reversed(self.plugins()):
+            self.unregister(plugin)
+
+    async def __aenter__(self) -> Harness:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
