@@ -55,7 +55,6 @@ from .types import (
 )
 
 __all__ = [
-    "UNSET",
     "AbortError",
     "Accept",
     "Allow",
@@ -95,6 +94,7 @@ __all__ = [
     "ToolOutputError",
     "ToolRegistry",
     "ToolResult",
+    "UNSET",
     "hookimpl",
     "hookspec",
     "tool",

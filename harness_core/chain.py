@@ -59,36 +59,43 @@ Check = Callable[[Any, Link], T]
 class Waterfall(Generic[T]):
     """An async waterfall over fixed links around a terminal (the core's default for the hook).
 
-    ``check`` sees every link's return value, so a wrong-type answer is caught at the link that
-    gave it and the error can name that plugin.
+    ``parameters`` are the spec's argument names in order, ending with ``call_next``. ``check``
+    sees every link's return value, so a wrong-type answer is caught at the link that gave it and
+    the error can name that plugin.
     """
 
-    __slots__ = ("hook_name", "links", "_check", "_size")
+    __slots__ = ("hook_name", "links", "_check", "_size", "_parameters", "_steps")
 
-    def __init__(self, hook_name: str, links: tuple[Link, ...], check: Check[T]) -> None:
+    def __init__(self, hook_name: str, parameters: tuple[str, ...], links: tuple[Link, ...], check: Check[T]) -> None:
         self.hook_name = hook_name
         self.links = links
         self._check = check
         self._size = len(links)
+        self._parameters = parameters
+        # Per link: (function, awaits, takes every argument in spec order, the link). The common
+        # case, an impl taking all arguments, is called positionally without building a list.
+        self._steps = tuple((link.function, link.is_async, link.argnames == parameters, link) for link in links)
 
     def __len__(self) -> int:
         return self._size
 
-    async def run(self, arguments: dict[str, Any], terminal: Callable[[], Awaitable[T]]) -> T:
-        """Run the chain; ``arguments`` must hold every spec argument except ``call_next``."""
+    async def run(self, values: tuple[Any, ...], terminal: Callable[[], Awaitable[T]]) -> T:
+        """Run the chain; ``values`` are the spec's arguments in order, without ``call_next``."""
         if self._size == 0:
             return await terminal()
-        return await self._step(arguments, terminal, 0)
+        return await self._step(values, terminal, 0)
 
-    async def _step(self, arguments: dict[str, Any], terminal: Callable[[], Awaitable[T]], index: int) -> T:
+    async def _step(self, values: tuple[Any, ...], terminal: Callable[[], Awaitable[T]], index: int) -> T:
         if index == self._size:
             return await terminal()
-        link = self.links[index]
-        call_next = partial(self._step, arguments, terminal, index + 1)
-        result = link.function(
-            *[call_next if name == "call_next" else arguments[name] for name in link.argnames]
-        )
-        if link.is_async or type(result) is CoroutineType:
+        function, awaits, takes_all, link = self._steps[index]
+        call_next = partial(self._step, values, terminal, index + 1)
+        if takes_all:
+            result = function(*values, call_next)
+        else:
+            named = dict(zip(self._parameters, (*values, call_next)))
+            result = function(*[named[name] for name in link.argnames])
+        if awaits or type(result) is CoroutineType:
             # A plain ``def`` impl may ``return call_next()``: the coroutine is awaited here.
             result = await result
         return self._check(result, link)

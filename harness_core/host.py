@@ -22,7 +22,7 @@ from .errors import PluginRefusedError
 from .events import EventSink
 from .hookspecs import PROJECT_NAME, CallNext
 from .pipeline import Pipeline
-from .registry import ToolRegistry
+from .registry import ToolDefinition, ToolRegistry
 from .signal import Dispose, Signal
 from .types import (
     Accept,
@@ -105,11 +105,11 @@ class _Chains:
     __slots__ = ("pre", "guards", "execute", "post", "approval", "result", "change", "dispatch_log")
 
     def __init__(self, hook: Any) -> None:
-        self.pre = Waterfall("tools_pre_execute", links_of(hook.tools_pre_execute), _check_pre)
-        self.execute = Waterfall("tools_execute", links_of(hook.tools_execute), _check_execute)
-        self.post = Waterfall("tools_post_execute", links_of(hook.tools_post_execute), _check_post)
+        self.pre = Waterfall("tools_pre_execute", ("execution", "call_next"), links_of(hook.tools_pre_execute), _check_pre)
+        self.execute = Waterfall("tools_execute", ("execution", "call_next"), links_of(hook.tools_execute), _check_execute)
+        self.post = Waterfall("tools_post_execute", ("execution", "result", "call_next"), links_of(hook.tools_post_execute), _check_post)
         self.dispatch_log = Waterfall(
-            "tools_code_dispatch_log", links_of(hook.tools_code_dispatch_log), _check_dispatch_log
+            "tools_code_dispatch_log", ("dispatch", "call_next"), links_of(hook.tools_code_dispatch_log), _check_dispatch_log
         )
         self.guards = links_of(hook.tools_guard)
         self.approval = links_of(hook.approval_request)
@@ -136,7 +136,7 @@ class HookCalls:
         return chains
 
     async def pre_execute(self, execution: Execution, default: CallNext[PreDecision]) -> PreDecision:
-        return await self.chains.pre.run({"execution": execution}, default)
+        return await self.chains.pre.run((execution,), default)
 
     def has_approval(self) -> bool:
         return bool(self.chains.approval)
@@ -162,10 +162,10 @@ class HookCalls:
         return None
 
     async def execute(self, execution: DispatchExecution, default: CallNext[ToolResult]) -> ToolResult:
-        return await self.chains.execute.run({"execution": execution}, default)
+        return await self.chains.execute.run((execution,), default)
 
     async def post_execute(self, execution: Execution, result: ToolResult, default: CallNext[PostDecision]) -> PostDecision:
-        return await self.chains.post.run({"execution": execution, "result": result}, default)
+        return await self.chains.post.run((execution, result), default)
 
     def result(self, execution: Execution, result: ToolResult) -> None:
         """Tell every observer; a raising observer is logged and the others still hear it."""
@@ -191,7 +191,7 @@ class HookCalls:
             link.call({})
 
     async def code_dispatch_log(self, dispatch: Any, default: CallNext[list[ContentBlock]]) -> list[ContentBlock]:
-        return await self.chains.dispatch_log.run({"dispatch": dispatch}, default)
+        return await self.chains.dispatch_log.run((dispatch,), default)
 
 
 def refuse_unsafe_impls(pm: pluggy.PluginManager, plugin: object) -> None:
@@ -298,10 +298,16 @@ class Harness:
             raise PluginRefusedError(f"plugin {name or plugin!r} is blocked and was not registered")
         disposers: list[Dispose] = []
         self._tool_disposers[plugin_name] = disposers
+
+        def register(definition: ToolDefinition) -> Dispose:
+            dispose = self.tools.register(definition)
+            disposers.append(dispose)
+            return dispose
+
         for impl in self._pm.hook.harness_register_tools.get_hookimpls():
             if impl.plugin is plugin:
                 try:
-                    impl.function(*[(lambda d: disposers.append(self.tools.register(d)) or disposers[-1]) for _ in impl.argnames])
+                    impl.function(*[register for _ in impl.argnames])
                 except BaseException:
                     self.unregister(plugin)
                     raise
@@ -317,10 +323,17 @@ class Harness:
         self._pm.unregister(plugin)
 
     def _check_pending(self) -> None:
-        try:
-            self._pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            raise PluginRefusedError(f"{exc} (no hook specification by that name is registered)") from None
+        # pluggy's check_pending, with the plugin's registered name and a hint in the message.
+        for hook_name, caller in vars(self._pm.hook).items():
+            if not isinstance(caller, pluggy.HookCaller) or caller.has_spec():
+                continue
+            for impl in caller.get_hookimpls():
+                if not impl.optionalhook:
+                    raise PluginRefusedError(
+                        f'plugin "{impl.plugin_name}" implements unknown hook {hook_name!r}: no hook '
+                        "specification by that name is registered (a typo, or the plugin that adds "
+                        "that spec is not installed)"
+                    )
 
     def _load_entrypoints(self) -> None:
         # The host issue grows this (allow-lists, required plugins, config); the order is already

@@ -75,9 +75,8 @@ def _message_of(thrown: object) -> str:
             if isinstance(thrown, KeyError) and len(thrown.args) == 1 and isinstance(thrown.args[0], str):
                 message = thrown.args[0]
         else:
-            message = getattr(thrown, "message", None)
-            if type(message) is not str:
-                message = str(thrown)
+            attribute = getattr(thrown, "message", None)
+            message = attribute if type(attribute) is str else str(thrown)
         # An empty message tells the model nothing; the class name at least says what failed.
         return message if message else type(thrown).__name__
     except Exception:
@@ -108,7 +107,7 @@ _ABORTED_BEFORE = "tool call aborted before dispatch"
 _ABORTED_AFTER = "tool call aborted"
 
 
-def abort_result(body_invoked: bool, contexts: tuple[ContextMessage, ...] = ()) -> ToolResult:
+def abort_result(body_invoked: bool, contexts: Sequence[ContextMessage] = ()) -> ToolResult:
     """Cancellation's result: ``ABORTED`` once the body was invoked, else ``ABORTED_BEFORE_DISPATCH``."""
     message, code = (_ABORTED_AFTER, "ABORTED") if body_invoked else (_ABORTED_BEFORE, "ABORTED_BEFORE_DISPATCH")
     return ToolResult(
@@ -131,7 +130,7 @@ def build_success(
     *,
     top_level: bool,
     concludes_turn: bool,
-    contexts: tuple[ContextMessage, ...] = (),
+    contexts: Sequence[ContextMessage] = (),
 ) -> ToolResult:
     """Stage I.6: snapshot, validate, render and present a value; raise ToolOutputError if it fails."""
     name = definition.name
@@ -171,7 +170,7 @@ def build_success(
     )
 
 
-def _with_contexts(result: ToolResult, contexts: tuple[ContextMessage, ...]) -> ToolResult:
+def _with_contexts(result: ToolResult, contexts: Sequence[ContextMessage]) -> ToolResult:
     return replace(result, additional_contexts=contexts) if contexts != result.additional_contexts else result
 
 
@@ -230,18 +229,18 @@ class Pipeline:
     async def execute(self, call: ToolCall) -> ToolResult:
         """Run one call through every stage; the returned object is the one observers saw."""
         self._log_call(call)
-        state, result = self._create(call)
-        if result is None:
-            try:
-                stage, result = await self._prepare(state)
-                if stage is _DISPATCH:
-                    stage, result = await self._dispatch(state)
-                if stage is _POST:
-                    result = await self._post(state, result)
-            except BaseException as exc:
-                if isinstance(exc, anyio.get_cancelled_exc_class()):
-                    self._record_cancelled(state)
-                raise
+        state, failure = self._create(call)
+        if failure is not None:
+            return self._finish(state, failure)
+        try:
+            stage, prepared = await self._prepare(state)
+            if prepared is None:
+                stage, prepared = await self._dispatch(state)
+            result = await self._post(state, prepared) if stage is _POST else prepared
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                self._record_cancelled(state)
+            raise
         return self._finish(state, result)
 
     def _log_call(self, call: ToolCall) -> None:
@@ -436,7 +435,7 @@ class Pipeline:
                 contexts=result.additional_contexts,
             )
         if state.deferred:
-            result = _with_contexts(result, tuple(state.deferred) + result.additional_contexts)
+            result = _with_contexts(result, (*state.deferred, *result.additional_contexts))
         if not result.is_error and state.caller_signal.aborted:
             result = abort_result(state.body_invoked, result.additional_contexts)
         return result
@@ -454,7 +453,7 @@ class Pipeline:
         return result
 
     def _apply_post(self, state: _CallState, result: ToolResult, decision: Accept | Block) -> ToolResult:
-        if type(decision) is Block:
+        if isinstance(decision, Block):
             message = _blocked_message(decision.feedback)
             return ToolResult(
                 is_error=True,
@@ -462,7 +461,7 @@ class Pipeline:
                 error=ToolError(message),
                 additional_contexts=decision.additional_contexts,
             )
-        contexts = result.additional_contexts + decision.additional_contexts
+        contexts = (*result.additional_contexts, *decision.additional_contexts)
         if decision.replaces_value:
             if decision.replaces_content:
                 raise TypeError("tools/post-execute accept decision cannot replace both value and content")
@@ -584,6 +583,7 @@ class _Batch:
                 if parallel is False:
                     self.exclusive_running = True
                 self.started = index + 1
+                self._notify()
                 if result is not None:
                     self._settle(index, (_FINAL, result))
                     continue

@@ -124,6 +124,7 @@ class ToolRegistry:
 
     def __init__(self, notify_change: Callable[[], None]) -> None:
         self._tools: dict[str, ToolDefinition] = {}
+        self._tokens: dict[str, object] = {}
         self._notify_change = notify_change
 
     def register(self, definition: ToolDefinition | Any) -> Dispose:
@@ -135,21 +136,26 @@ class ToolRegistry:
                 f'tool "{name}" is already registered; dispose the earlier registration first '
                 "(register() returns its dispose)"
             )
+        # Each registration has its own token, so a stale dispose can never remove a later
+        # registration of the same name (or even of the same definition object).
+        token = object()
         self._tools[name] = checked
+        self._tokens[name] = token
         try:
             self._notify_change()
         except BaseException:
-            del self._tools[name]
+            del self._tools[name], self._tokens[name]
             raise
 
         def dispose() -> None:
-            if self._tools.get(name) is not checked:
+            if self._tokens.get(name) is not token:
                 return
-            del self._tools[name]
+            del self._tools[name], self._tokens[name]
             try:
                 self._notify_change()
             except BaseException:
                 self._tools[name] = checked
+                self._tokens[name] = token
                 raise
 
         return dispose

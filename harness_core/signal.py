@@ -78,14 +78,20 @@ class Signal:
             return _noop
         if self._listeners is None:
             self._listeners = []
-        self._listeners.append(callback)
+        # Each registration gets its own entry, removed by identity: disposing one registration
+        # of a callback (even twice) never removes another registration of an equal callback.
+        def entry(reason: object) -> None:
+            callback(reason)
+
+        self._listeners.append(entry)
 
         def dispose() -> None:
-            if self._listeners is not None:
-                try:
-                    self._listeners.remove(callback)
-                except ValueError:
-                    pass
+            listeners = self._listeners
+            if listeners is not None:
+                for index, registered in enumerate(listeners):
+                    if registered is entry:
+                        del listeners[index]
+                        break
 
         return dispose
 

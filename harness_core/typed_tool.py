@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, get_type_hints, overload
+from typing import Any, Literal, get_type_hints, overload
 
 import pydantic
 
@@ -124,7 +124,7 @@ def _build_definition(
     hints = get_type_hints(fn)
     fields: dict[str, Any] = {}
     takes_context = False
-    extra = "ignore"
+    extra: Literal["allow", "ignore"] = "ignore"
     for parameter in signature.parameters.values():
         if parameter.name == _CONTEXT_PARAMETER or hints.get(parameter.name) is RunContext:
             if parameter.name != _CONTEXT_PARAMETER:
@@ -140,7 +140,7 @@ def _build_definition(
         default = ... if parameter.default is inspect.Parameter.empty else parameter.default
         fields[parameter.name] = (annotation, default)
     tool_name = name or fn.__name__
-    model: type[pydantic.BaseModel] = pydantic.create_model(  # type: ignore[call-overload]
+    model: type[pydantic.BaseModel] = pydantic.create_model(
         f"{tool_name}_arguments", __config__=pydantic.ConfigDict(extra=extra), **fields
     )
     parameters = _strip_titles(model.model_json_schema())
@@ -157,7 +157,9 @@ def _build_definition(
 
     async def execute(args: Any, ctx: RunContext) -> Any:
         try:
-            parsed = model.model_validate(args)
+            # Strict JSON-mode validation: exactly what the published schema accepts, with no
+            # coercion ("5" is not an int), so the body never runs on a value policy did not see.
+            parsed = model.model_validate_json(json.dumps(args), strict=True)
         except pydantic.ValidationError as exc:
             raise ToolArgsError([_violation(error) for error in exc.errors()]) from None
         keywords = {key: getattr(parsed, key) for key in fields}

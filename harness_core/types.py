@@ -8,7 +8,7 @@ writable attribute in the whole pipeline is ``DispatchExecution.signal`` (DESIGN
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, TypeAlias
 
@@ -155,7 +155,7 @@ class ContextMessage:
     ``source`` names who produced it (a plugin or tool name); ``id`` is assigned at creation.
     """
 
-    content: tuple[ContentBlock, ...]
+    content: Sequence[ContentBlock]
     source: str
     id: str = field(default_factory=_new_message_id)
 
@@ -220,11 +220,11 @@ class ToolResult:
     """
 
     is_error: bool
-    content: tuple[ContentBlock, ...] = ()
+    content: Sequence[ContentBlock] = ()
     value: Any = None
     error: ToolError | None = None
     meta: Any = None
-    additional_contexts: tuple[ContextMessage, ...] = ()
+    additional_contexts: Sequence[ContextMessage] = ()
     concludes_turn: bool = False
 
     def __post_init__(self) -> None:
@@ -238,6 +238,12 @@ class ToolResult:
                 "additional_contexts",
                 _context_tuple("ToolResult(additional_contexts=...)", self.additional_contexts),
             )
+        if self.meta is not None:
+            # Presentation meta reaches observers and logs: it must be frozen lossless JSON too.
+            try:
+                object.__setattr__(self, "meta", snapshot(self.meta))
+            except LosslessJSONError as exc:
+                raise TypeError(f"ToolResult(meta=...) must be lossless JSON: {exc}") from None
         if self.is_error:
             if not isinstance(self.error, ToolError):
                 raise TypeError("a failed ToolResult needs error=ToolError(message=...)")
@@ -320,7 +326,7 @@ class Accept:
 
     content: Any = UNSET
     value: Any = UNSET
-    additional_contexts: tuple[ContextMessage, ...] = ()
+    additional_contexts: Sequence[ContextMessage] = ()
 
     def __post_init__(self) -> None:
         if self.content is not UNSET and self.content is not None:
@@ -345,8 +351,8 @@ class Accept:
 class Block:
     """Post-execute: turn the result into a failure whose content is ``feedback`` verbatim."""
 
-    feedback: tuple[ContentBlock, ...]
-    additional_contexts: tuple[ContextMessage, ...] = ()
+    feedback: Sequence[ContentBlock]
+    additional_contexts: Sequence[ContextMessage] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "feedback", _content_tuple("Block(feedback=...)", self.feedback))
@@ -402,6 +408,7 @@ class ExecutionToken:
     """
 
     __slots__ = ("call_id",)
+    call_id: str
 
     def __init__(self, call_id: str) -> None:
         object.__setattr__(self, "call_id", call_id)
@@ -438,6 +445,7 @@ class Execution:
     root_call_id: str
     token: ExecutionToken
     signal: Signal
+    _sink: EventSink | None
 
     __setattr__ = _read_only
     __delattr__ = _read_only
@@ -496,6 +504,8 @@ class DispatchExecution:
     """
 
     __slots__ = ("_execution", "_signal")
+    _execution: Execution
+    _signal: Signal
 
     def __init__(self, execution: Execution) -> None:
         _set(self, "_execution", execution)
@@ -516,20 +526,20 @@ class DispatchExecution:
     @property
     def signal(self) -> Signal:
         """The signal the body will watch (fused with the caller's); wrappers may replace it."""
-        return self._signal  # type: ignore[no-any-return]
+        return self._signal
 
     @property
     def execution(self) -> Execution:
         """The read-only execution behind this view."""
-        return self._execution  # type: ignore[no-any-return]
+        return self._execution
 
     @property
     def call_id(self) -> str:
-        return self._execution.call_id  # type: ignore[no-any-return]
+        return self._execution.call_id
 
     @property
     def name(self) -> str:
-        return self._execution.name  # type: ignore[no-any-return]
+        return self._execution.name
 
     @property
     def arguments(self) -> Any:
@@ -537,19 +547,19 @@ class DispatchExecution:
 
     @property
     def agent(self) -> str | None:
-        return self._execution.agent  # type: ignore[no-any-return]
+        return self._execution.agent
 
     @property
     def parent(self) -> ExecutionToken | None:
-        return self._execution.parent  # type: ignore[no-any-return]
+        return self._execution.parent
 
     @property
     def root_call_id(self) -> str:
-        return self._execution.root_call_id  # type: ignore[no-any-return]
+        return self._execution.root_call_id
 
     @property
     def token(self) -> ExecutionToken:
-        return self._execution.token  # type: ignore[no-any-return]
+        return self._execution.token
 
     def record_event(self, kind: str, data: Mapping[str, Any]) -> None:
         """See :meth:`Execution.record_event`."""
@@ -565,6 +575,11 @@ class RunContext:
     """
 
     __slots__ = ("_execution", "_signal", "_deferred", "_conclude", "_open")
+    _execution: Execution
+    _signal: Signal
+    _deferred: list[ContextMessage]
+    _conclude: Callable[[], None]
+    _open: bool
 
     def __init__(self, execution: Execution, signal: Signal, deferred: list[ContextMessage], conclude: Callable[[], None]) -> None:
         _set(self, "_execution", execution)
@@ -582,19 +597,19 @@ class RunContext:
     @property
     def signal(self) -> Signal:
         """Aborts when the caller or any ``tools_execute`` wrapper (a deadline) aborts."""
-        return self._signal  # type: ignore[no-any-return]
+        return self._signal
 
     @property
     def execution(self) -> Execution:
-        return self._execution  # type: ignore[no-any-return]
+        return self._execution
 
     @property
     def call_id(self) -> str:
-        return self._execution.call_id  # type: ignore[no-any-return]
+        return self._execution.call_id
 
     @property
     def name(self) -> str:
-        return self._execution.name  # type: ignore[no-any-return]
+        return self._execution.name
 
     @property
     def arguments(self) -> Any:
@@ -602,19 +617,19 @@ class RunContext:
 
     @property
     def agent(self) -> str | None:
-        return self._execution.agent  # type: ignore[no-any-return]
+        return self._execution.agent
 
     @property
     def parent(self) -> ExecutionToken | None:
-        return self._execution.parent  # type: ignore[no-any-return]
+        return self._execution.parent
 
     @property
     def root_call_id(self) -> str:
-        return self._execution.root_call_id  # type: ignore[no-any-return]
+        return self._execution.root_call_id
 
     @property
     def token(self) -> ExecutionToken:
-        return self._execution.token  # type: ignore[no-any-return]
+        return self._execution.token
 
     def defer_context(self, message: ContextMessage) -> None:
         """Attach ``message`` to this call's result; after the body has settled it is dropped."""

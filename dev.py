@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Developer entry point: bootstrap a virtual environment, then run the demo or the tests.
+
+    python3 dev.py demo          # a scripted session through the pipeline
+    python3 dev.py test [ARGS]   # the test suite (ARGS go to pytest)
+    python3 dev.py bench         # the benchmarks (figures go to docs/performance.md)
+
+Needs only Python >= 3.11 and pip. The environment lives in .venv/ and is reinstalled when a
+pyproject.toml of the workspace changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".installed"
+
+
+def workspace_projects() -> list[Path]:
+    """The core plus every plugin and contrib distribution that has a pyproject.toml."""
+    found = [ROOT]
+    for folder in ("plugins", "contrib"):
+        base = ROOT / folder
+        if base.is_dir():
+            found += sorted(p.parent for p in base.glob("*/pyproject.toml"))
+    return found
+
+
+def python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def ensure_environment() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"Harness needs Python >= 3.11; this is {sys.version.split()[0]}")
+    projects = workspace_projects()
+    digest = hashlib.sha256()
+    for project in projects:
+        digest.update(str(project.relative_to(ROOT)).encode())
+        digest.update((project / "pyproject.toml").read_bytes())
+    wanted = digest.hexdigest()
+    if STAMP.exists() and STAMP.read_text() == wanted and python().exists():
+        return
+    if not python().exists():
+        print("dev.py: creating .venv ...", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    print("dev.py: installing the workspace into .venv ...", flush=True)
+    editable: list[str] = []
+    for project in projects:
+        editable += ["-e", f"{project}[dev]" if project == ROOT else str(project)]
+    subprocess.run([str(python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *editable], check=True)
+    STAMP.write_text(wanted)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in {"-h", "--help", "help"}:
+        print(__doc__)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    commands = {
+        "demo": ["-m", "harness_core.demo"],
+        "test": ["-m", "pytest"],
+        "bench": [str(ROOT / "bench" / "pipeline_overhead.py"), "--write"],
+    }
+    if command not in commands:
+        print(f"dev.py: unknown command {command!r}; use one of: {', '.join(commands)}", file=sys.stderr)
+        return 2
+    ensure_environment()
+    return subprocess.run([str(python()), *commands[command], *rest], cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
