@@ -339,7 +339,7 @@ class Harness:
         # The host issue grows this (allow-lists, required plugins, config); the order is already
         # deterministic: sorted by entry-point name, never install order.
         for entry_point in sorted(entry_points(group=PROJECT_NAME), key=lambda ep: ep.name):
-            if self._pm.is_registered(None) or self._pm.has_plugin(entry_point.name):
+            if self._pm.has_plugin(entry_point.name) or self._pm.is_blocked(entry_point.name):
                 continue
             plugin = entry_point.load()
             self._register(plugin, entry_point.name)

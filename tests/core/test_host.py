@@ -1,0 +1,134 @@
+"""DESIGN §2–§3: the Harness as a host — plugin order, entry points sorted by name, tools from plugins, close."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness_core import Harness, PluginRefusedError, ToolCall, hookimpl
+
+from .support import make_echo
+
+
+def install_fake_distribution(root: Path, name: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
+    """Write an importable module plus a .dist-info with entry points, as pip would."""
+    for module, source in modules.items():
+        (root / f"{module}.py").write_text(textwrap.dedent(source))
+    info = root / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = "\n".join(f"{key} = {value}" for key, value in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[harness]\n{lines}\n")
+
+
+PLUGIN_SOURCE = """
+from harness_core import Deny, hookimpl
+
+ORDER = []
+
+class Plugin:
+    def __init__(self, name):
+        self.name = name
+
+    @hookimpl
+    async def tools_pre_execute(self, execution, call_next):
+        ORDER.append(self.name)
+        return await call_next()
+
+zeta = Plugin("zeta")
+alpha = Plugin("alpha")
+"""
+
+
+@pytest.mark.anyio
+async def test_entry_point_plugins_load_sorted_by_name_not_install_order(tmp_path, monkeypatch):
+    install_fake_distribution(
+        tmp_path,
+        "harness-fake",
+        {"zeta": "fake_plugins:zeta", "alpha": "fake_plugins:alpha"},
+        {"fake_plugins": PLUGIN_SOURCE},
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    harness = Harness(load_entrypoints=True)
+    names = [name for name, _ in harness.plugins()]
+    assert names.index("alpha") < names.index("zeta")
+
+    import fake_plugins
+
+    async def body(args, ctx):
+        return "ok"
+
+    harness.tools.register(make_echo(body))
+    await harness.execute(ToolCall(call_id="c1", name="echo", arguments={}))
+    # registered alpha then zeta, so zeta (last registered) is the outermost listener
+    assert fake_plugins.ORDER == ["zeta", "alpha"]
+
+
+def test_entry_points_are_not_loaded_unless_asked(tmp_path, monkeypatch):
+    install_fake_distribution(tmp_path, "harness-fake", {"alpha": "fake_plugins_two:alpha"}, {"fake_plugins_two": PLUGIN_SOURCE})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert [name for name, _ in Harness().plugins()] == []
+
+
+@pytest.mark.anyio
+async def test_a_plugin_contributes_tools_that_leave_with_it():
+    async def body(args, ctx):
+        return "from the plugin"
+
+    class Tools:
+        @hookimpl
+        def harness_register_tools(self, register):
+            self.dispose = register(make_echo(body))
+
+    plugin = Tools()
+    harness = Harness(plugins=[plugin])
+    assert [schema["name"] for schema in harness.tools.schemas()] == ["echo"]
+    result = await harness.execute(ToolCall(call_id="c1", name="echo", arguments={}))
+    assert result.value == "from the plugin"
+    harness.unregister(plugin)
+    assert harness.tools.schemas() == []
+
+
+def test_a_plugin_whose_tool_is_refused_is_not_left_half_registered():
+    async def body(args, ctx):
+        return "x"
+
+    class Clash:
+        @hookimpl
+        def harness_register_tools(self, register):
+            register(make_echo(body))
+
+    harness = Harness(plugins=[Clash()])
+    with pytest.raises(TypeError, match='tool "echo" is already registered'):
+        harness.register(Clash(), name="second")
+    assert harness.plugin_manager.get_plugin("second") is None
+    assert harness.tools.names() == ["echo"]
+
+
+@pytest.mark.anyio
+async def test_closing_the_harness_unregisters_every_plugin_and_its_tools():
+    async def body(args, ctx):
+        return "x"
+
+    class Tools:
+        @hookimpl
+        def harness_register_tools(self, register):
+            register(make_echo(body))
+
+    async with Harness(plugins=[Tools()]) as harness:
+        assert harness.tools.names() == ["echo"]
+    assert harness.tools.names() == [] and harness.plugins() == []
+    await harness.aclose()  # closing twice is harmless
+
+
+def test_a_blocked_plugin_name_cannot_be_registered():
+    harness = Harness()
+    harness.plugin_manager.set_blocked("sandbox")
+
+    class Anything:
+        pass
+
+    with pytest.raises(PluginRefusedError, match="blocked"):
+        harness.register(Anything(), name="sandbox")
