@@ -93,7 +93,7 @@ class Waterfall(Generic[T]):
         if takes_all:
             result = function(*values, call_next)
         else:
-            named = dict(zip(self._parameters, (*values, call_next)))
+            named = dict(zip(self._parameters, (*values, call_next), strict=True))
             result = function(*[named[name] for name in link.argnames])
         if awaits or type(result) is CoroutineType:
             # A plain ``def`` impl may ``return call_next()``: the coroutine is awaited here.

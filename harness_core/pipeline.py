@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from .errors import AbortError, HarnessError, ToolNotFoundError, ToolOutputError
+from .errors import HarnessError, ToolNotFoundError, ToolOutputError
 from .lossless import LosslessJSONError, snapshot
 from .registry import ToolDefinition, ToolRegistry
 from .schema import validate
@@ -376,7 +376,6 @@ class Pipeline:
 
     async def _run_body(self, state: _CallState, view: DispatchExecution) -> ToolResult:
         """The innermost ``call_next`` of ``tools_execute``: fuse signals, dispatch, build the result."""
-        execution = state.execution
         upstream = view.signal
         signal, dispose = fuse(upstream, state.caller_signal)
         try:

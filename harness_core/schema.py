@@ -319,7 +319,7 @@ def _json_equal(left: object, right: object) -> bool:
         if kind_a == "array":
             if len(a) != len(b):
                 return False
-            pairs.extend(zip(a, b))
+            pairs.extend(zip(a, b, strict=True))
         elif kind_a == "object":
             if a.keys() != b.keys():
                 return False

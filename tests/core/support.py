@@ -7,8 +7,6 @@ from typing import Any
 
 from harness_core import (
     Execution,
-    Harness,
-    MemoryEventSink,
     RunContext,
     Signal,
     TextBlock,
