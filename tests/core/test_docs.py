@@ -113,9 +113,7 @@ def test_every_public_name_is_importable_from_the_package(name: str) -> None:
 
 
 def test_the_guide_has_an_example_that_runs_a_call_end_to_end() -> None:
-    assert any(
-        "Harness(" in code and ".execute(" in code and "anyio.run(" in code for _, code in GUIDE_BLOCKS
-    )
+    assert any("Harness(" in code and ".execute(" in code and "anyio.run(" in code for _, code in GUIDE_BLOCKS)
 
 
 @pytest.mark.parametrize(("line", "code"), GUIDE_BLOCKS, ids=[f"pipeline.md:{line}" for line, _ in GUIDE_BLOCKS])
