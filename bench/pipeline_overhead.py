@@ -34,7 +34,7 @@ NOOP = ToolDefinition(
     name="noop",
     description="Return ok.",
     parameters={"type": "object", "properties": {}},
-    output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [TextBlock(value)]),
+    output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [TextBlock(text=value)]),
     execute=noop_body,
 )
 

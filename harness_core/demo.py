@@ -42,7 +42,7 @@ async def lookup(topic: str, ctx: RunContext) -> str:
     }
     await anyio.sleep(0.05)  # pretend to do I/O, so a batch shows the overlap
     if topic not in glossary:
-        ctx.defer_context(ContextMessage(content=[TextBlock(f"(no entry for {topic!r})")], source="lookup"))
+        ctx.defer_context(ContextMessage(content=[TextBlock(text=f"(no entry for {topic!r})")], source="lookup"))
         return f"{topic}: not in the glossary"
     return f"{topic}: {glossary[topic]}"
 
@@ -126,7 +126,7 @@ class Stopwatch:
         if execution.call_id in self.elapsed and not result.is_error and isinstance(decision, Accept):
             took = self.elapsed[execution.call_id] * 1000
             text = "".join(b.text for b in result.content if isinstance(b, TextBlock))
-            return Accept(content=[TextBlock(f"{text}  [{took:.0f} ms]")], additional_contexts=decision.additional_contexts)
+            return Accept(content=[TextBlock(text=f"{text}  [{took:.0f} ms]")], additional_contexts=decision.additional_contexts)
         return decision
 
 

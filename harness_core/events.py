@@ -43,6 +43,7 @@ class MemoryEventSink:
         self.events: list[Event] = []
 
     def append(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Record one event, numbered in arrival order."""
         self.events.append(Event(len(self.events), kind, data))
 
     def kinds(self) -> list[str]:

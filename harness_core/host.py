@@ -47,6 +47,7 @@ logger = logging.getLogger("harness")
 #: Hooks the core walks itself; a pluggy wrapper on any of them would never run as intended.
 CORE_RUN_HOOKS = frozenset(
     {
+        "harness_register_tools",
         "tools_pre_execute",
         "approval_request",
         "tools_guard",
@@ -58,7 +59,7 @@ CORE_RUN_HOOKS = frozenset(
     }
 )
 #: Hooks whose impls are called without awaiting: an ``async def`` impl would silently never run.
-SYNC_HOOKS = frozenset({"tools_guard", "tools_result", "tools_change"})
+SYNC_HOOKS = frozenset({"tools_guard", "tools_result", "tools_change", "harness_register_tools"})
 
 
 # --- Per-link return checks: a wrong type is caught where it was returned, naming the plugin ---
@@ -222,7 +223,7 @@ class _PluginManager(pluggy.PluginManager):
         self.hook_calls = hooks
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
-        plugin_name = super().register(plugin, name)
+        plugin_name = super().register(plugin, name or self._default_name(plugin))
         if plugin_name is None:
             return None
         try:
@@ -234,6 +235,21 @@ class _PluginManager(pluggy.PluginManager):
             if self.hook_calls is not None:
                 self.hook_calls.invalidate()
         return plugin_name
+
+    def _default_name(self, plugin: object) -> str:
+        """A readable name for an unnamed plugin (pluggy would use its id): module or class name.
+
+        A second instance of the same class gets ``#2``, ``#3``, ... so error messages that name
+        the plugin still tell them apart.
+        """
+        base = getattr(plugin, "__name__", None) if inspect.ismodule(plugin) or inspect.isclass(plugin) else None
+        if not isinstance(base, str):
+            base = type(plugin).__qualname__
+        name, counter = base, 1
+        while self.has_plugin(name) or self.is_blocked(name):
+            counter += 1
+            name = f"{base}#{counter}"
+        return name
 
     def unregister(self, plugin: object | None = None, name: str | None = None) -> Any:
         try:

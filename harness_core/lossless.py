@@ -189,7 +189,7 @@ def _snapshot_container(root: dict[Any, Any] | list[Any], root_is_dict: bool) ->
             if is_dict:
                 key, item = entry
                 if type(key) is not str:
-                    raise LosslessJSONError(_path(frames, key), f"key {key!r} is a {type(key).__name__}, not a str")
+                    raise LosslessJSONError(_path(frames, key), f"key {key!r} is of type {type(key).__name__}, not str")
             else:
                 key, item = len(items), entry
             kind = type(item)

@@ -89,18 +89,18 @@ def error_result(thrown: object, contexts: tuple[ContextMessage, ...] = ()) -> T
     ``info`` is set only for :class:`HarnessError` and its subclasses.
     """
     message = _message_of(thrown)
-    info = ErrorInfo(type(thrown).__name__, thrown.code) if isinstance(thrown, HarnessError) else None
+    info = ErrorInfo(name=type(thrown).__name__, code=thrown.code) if isinstance(thrown, HarnessError) else None
     return ToolResult(
         is_error=True,
-        content=(TextBlock("Error: " + message),),
-        error=ToolError(message, info),
+        content=(TextBlock(text="Error: " + message),),
+        error=ToolError(message=message, info=info),
         additional_contexts=contexts,
     )
 
 
 def denial_result(reason: str) -> ToolResult:
     """A denial: ``Error: <reason>`` with no error code (denials are not coded errors, §10.3)."""
-    return ToolResult(is_error=True, content=(TextBlock("Error: " + reason),), error=ToolError(reason))
+    return ToolResult(is_error=True, content=(TextBlock(text="Error: " + reason),), error=ToolError(message=reason))
 
 
 _ABORTED_BEFORE = "tool call aborted before dispatch"
@@ -112,8 +112,8 @@ def abort_result(body_invoked: bool, contexts: Sequence[ContextMessage] = ()) ->
     message, code = (_ABORTED_AFTER, "ABORTED") if body_invoked else (_ABORTED_BEFORE, "ABORTED_BEFORE_DISPATCH")
     return ToolResult(
         is_error=True,
-        content=(TextBlock("Error: " + message),),
-        error=ToolError(message, ErrorInfo("AbortError", code)),
+        content=(TextBlock(text="Error: " + message),),
+        error=ToolError(message=message, info=ErrorInfo(name="AbortError", code=code)),
         additional_contexts=contexts,
     )
 
@@ -397,6 +397,10 @@ class Pipeline:
             if definition is None:
                 raise ToolNotFoundError(execution.name)
             state.body_invoked = True
+            # Each attempt (a retry wrapper may call the body again) starts with its own contexts
+            # and conclude mark; the attempt whose result comes out is the one they belong to.
+            state.deferred = []
+            state.concluded = False
             ctx = RunContext(execution, signal, state.deferred, state.conclude)
             try:
                 value = await definition.execute(execution.arguments, ctx)
@@ -457,7 +461,7 @@ class Pipeline:
             return ToolResult(
                 is_error=True,
                 content=decision.feedback,
-                error=ToolError(message),
+                error=ToolError(message=message),
                 additional_contexts=decision.additional_contexts,
             )
         contexts = (*result.additional_contexts, *decision.additional_contexts)
@@ -564,6 +568,30 @@ class _Batch:
         return replace(call, signal=fused)
 
     async def run(self) -> list[ToolResult]:
+        try:
+            return await self._run()
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                self._record_cancelled()
+            raise
+
+    def _record_cancelled(self) -> None:
+        """The awaiting task was cancelled: every call still gets its outcome recorded, once."""
+        pipeline = self.pipeline
+        reason = "the task awaiting the batch was cancelled"
+        with anyio.CancelScope(shield=True):
+            for index, original in enumerate(self.calls):
+                if self.results[index] is not None:
+                    continue
+                state = self.states[index]
+                if state is None:
+                    call = self._call_for(original)
+                    pipeline._log_call(call)
+                    state, _ = pipeline._create(call)
+                state.caller_signal.abort(reason)
+                self.results[index] = pipeline._finish(state, abort_result(state.body_invoked, tuple(state.deferred)))
+
+    async def _run(self) -> list[ToolResult]:
         pipeline = self.pipeline
         async with anyio.create_task_group() as group:
             group.start_soon(self._commit_all)

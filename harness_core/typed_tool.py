@@ -29,8 +29,8 @@ _CONTEXT_PARAMETER = "ctx"
 def render_value(_args: Any, value: Any) -> list[ContentBlock]:
     """Default rendering: strings as they are, other values as indented JSON."""
     if type(value) is str:
-        return [TextBlock(value)]
-    return [TextBlock(json.dumps(value, indent=2, ensure_ascii=False))]
+        return [TextBlock(text=value)]
+    return [TextBlock(text=json.dumps(value, indent=2, ensure_ascii=False))]
 
 
 def _violation(error: Any) -> str:

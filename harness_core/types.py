@@ -59,6 +59,7 @@ class ContentBlock:
     type: ClassVar[str]
 
     def to_json(self) -> dict[str, Any]:
+        """The block as lossless JSON, ``{"type": ..., ...}``."""
         raise NotImplementedError
 
 
@@ -78,6 +79,7 @@ class TextBlock(ContentBlock):
         _check_str("TextBlock", "text", self.text)
 
     def to_json(self) -> dict[str, Any]:
+        """This value as lossless JSON (for session logs and ``--json`` output)."""
         return {"type": "text", "text": self.text}
 
 
@@ -92,6 +94,7 @@ class ReasoningBlock(ContentBlock):
         _check_str("ReasoningBlock", "text", self.text)
 
     def to_json(self) -> dict[str, Any]:
+        """This value as lossless JSON (for session logs and ``--json`` output)."""
         return {"type": "reasoning", "text": self.text}
 
 
@@ -115,6 +118,7 @@ class ImageBlock(ContentBlock):
                 raise TypeError(f"ImageBlock({name}=...) needs a non-negative int, got {value!r}")
 
     def to_json(self) -> dict[str, Any]:
+        """This value as lossless JSON (for session logs and ``--json`` output)."""
         return {
             "type": "image",
             "attachment": {
@@ -165,6 +169,7 @@ class ContextMessage:
         _check_str("ContextMessage", "id", self.id)
 
     def to_json(self) -> dict[str, Any]:
+        """This value as lossless JSON (for session logs and ``--json`` output)."""
         return {
             "id": self.id,
             "role": "user",
@@ -187,7 +192,7 @@ def _context_tuple(owner: str, contexts: object) -> tuple[ContextMessage, ...]:
 # --- Results ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorInfo:
     """The stable identity of a coded failure: the error class name and its ``code``."""
 
@@ -195,10 +200,11 @@ class ErrorInfo:
     code: str
 
     def to_json(self) -> dict[str, str]:
+        """This value as lossless JSON (for session logs and ``--json`` output)."""
         return {"name": self.name, "code": self.code}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolError:
     """Why a call failed: ``message`` (no ``Error:`` prefix) and ``info`` for coded errors only."""
 
@@ -206,6 +212,7 @@ class ToolError:
     info: ErrorInfo | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """This value as lossless JSON (for session logs and ``--json`` output)."""
         return {"message": self.message, "info": None if self.info is None else self.info.to_json()}
 
 
@@ -535,30 +542,37 @@ class DispatchExecution:
 
     @property
     def call_id(self) -> str:
+        """The call id the model (or the caller) assigned."""
         return self._execution.call_id
 
     @property
     def name(self) -> str:
+        """The tool name the call asked for."""
         return self._execution.name
 
     @property
     def arguments(self) -> Any:
+        """The deep-frozen lossless-JSON snapshot of the arguments."""
         return self._execution.arguments
 
     @property
     def agent(self) -> str | None:
+        """The agent on whose behalf the call runs, if any."""
         return self._execution.agent
 
     @property
     def parent(self) -> ExecutionToken | None:
+        """The token of the enclosing execution for nested calls (Code Mode), else None."""
         return self._execution.parent
 
     @property
     def root_call_id(self) -> str:
+        """The call id of the root model call of this execution tree."""
         return self._execution.root_call_id
 
     @property
     def token(self) -> ExecutionToken:
+        """This execution's identity, the same object in every stage."""
         return self._execution.token
 
     def record_event(self, kind: str, data: Mapping[str, Any]) -> None:
@@ -601,34 +615,42 @@ class RunContext:
 
     @property
     def execution(self) -> Execution:
+        """The read-only execution behind this context."""
         return self._execution
 
     @property
     def call_id(self) -> str:
+        """The call id the model (or the caller) assigned."""
         return self._execution.call_id
 
     @property
     def name(self) -> str:
+        """The tool name the call asked for."""
         return self._execution.name
 
     @property
     def arguments(self) -> Any:
+        """The deep-frozen lossless-JSON snapshot of the arguments."""
         return self._execution.arguments
 
     @property
     def agent(self) -> str | None:
+        """The agent on whose behalf the call runs, if any."""
         return self._execution.agent
 
     @property
     def parent(self) -> ExecutionToken | None:
+        """The token of the enclosing execution for nested calls (Code Mode), else None."""
         return self._execution.parent
 
     @property
     def root_call_id(self) -> str:
+        """The call id of the root model call of this execution tree."""
         return self._execution.root_call_id
 
     @property
     def token(self) -> ExecutionToken:
+        """This execution's identity, the same object in every stage."""
         return self._execution.token
 
     def defer_context(self, message: ContextMessage) -> None:
@@ -655,8 +677,10 @@ class RunContext:
 class ApprovalRequest:
     """One ask routed to the approval service. The arguments are deliberately absent.
 
-    An answerer that needs them finds the call by ``call_id``. ``signal`` is the caller's signal;
-    an answer that arrives after it aborted is discarded.
+    An answerer that needs them finds the call by ``call_id``. ``signal`` is the caller's signal:
+    if it aborts, a ``"cancelled"`` answer ends the call as ``ABORTED_BEFORE_DISPATCH`` and an
+    ``"allowed-once"`` answer cannot start the body any more (the call is aborted before dispatch);
+    a ``"rejected"`` or ``"unavailable"`` answer still denies, since a denial outranks cancellation.
     """
 
     agent: str
@@ -673,5 +697,5 @@ def content_of(blocks: Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:
 
 def text_content(text: str) -> tuple[ContentBlock, ...]:
     """One text block, the usual model-facing content."""
-    return (TextBlock(text),)
+    return (TextBlock(text=text),)
 

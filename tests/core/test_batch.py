@@ -195,3 +195,60 @@ async def test_a_bad_max_parallel_is_refused(make_harness, bad):
 async def test_a_batch_of_something_else_than_tool_calls_is_refused(make_harness):
     with pytest.raises(TypeError, match="call 0 is a dict"):
         await make_harness().execute_batch([{"call_id": "a"}])
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_awaiting_task_still_records_every_calls_outcome_once(make_harness, recorder, sink):
+    started = anyio.Event()
+
+    async def slow(args, ctx):
+        started.set()
+        await anyio.sleep(10)
+        return args["text"]
+
+    harness = make_harness(tool=make_echo(slow, is_concurrency_safe=lambda a: True))
+    calls = batch("a", "b", "c")
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as group:
+
+            async def cancel_when_started():
+                await started.wait()
+                scope.cancel()
+
+            group.start_soon(cancel_when_started)
+            await harness.execute_batch(calls, max_parallel=2)
+    assert scope.cancelled_caught
+    codes = {execution.call_id: result.error.info.code for execution, result in recorder.seen}
+    assert codes == {"a": "ABORTED", "b": "ABORTED_BEFORE_DISPATCH", "c": "ABORTED_BEFORE_DISPATCH"} or codes == {
+        "a": "ABORTED",
+        "b": "ABORTED",
+        "c": "ABORTED_BEFORE_DISPATCH",
+    }
+    assert len(recorder.seen) == 3
+    assert [e["call_id"] for e in sink.of_kind("tool/result")].count("c") == 1
+    assert all(c.signal.aborted for c in calls)  # as with execute(): the cancellation becomes the signal
+
+
+@pytest.mark.anyio
+async def test_a_retried_body_keeps_only_the_last_attempts_contexts(make_harness):
+    from harness_core import ContextMessage, TextBlock
+
+    attempts: list[int] = []
+
+    async def flaky(args, ctx):
+        attempts.append(1)
+        ctx.defer_context(ContextMessage(content=[TextBlock(text=f"attempt {len(attempts)}")], source="echo"))
+        if len(attempts) == 1:
+            ctx.conclude_turn()
+            raise RuntimeError("transient")
+        return "ok"
+
+    class Retry:
+        @hookimpl
+        async def tools_execute(self, execution, call_next):
+            result = await call_next()
+            return await call_next() if result.is_error else result
+
+    result = await make_harness(Retry(), tool=make_echo(flaky)).execute(batch("a")[0])
+    assert [m.content[0].text for m in result.additional_contexts] == ["attempt 2"]
+    assert result.concludes_turn is False

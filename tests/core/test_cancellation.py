@@ -18,7 +18,7 @@ async def test_a_caller_abort_during_the_body_replaces_the_success_with_aborted(
     async def slow(args, ctx):
         signal.abort("user pressed stop")
         assert ctx.signal.aborted and ctx.signal.reason == "user pressed stop"
-        ctx.defer_context(ContextMessage(content=[TextBlock("partial work")], source="echo"))
+        ctx.defer_context(ContextMessage(content=[TextBlock(text="partial work")], source="echo"))
         await anyio.sleep(0.01)  # the core keeps waiting: it never abandons a started body
         finished.append(True)
         return "done"
@@ -88,7 +88,7 @@ async def test_a_post_execute_block_is_kept_when_the_caller_aborted(make_harness
         @hookimpl
         async def tools_post_execute(self, execution, result, call_next):
             execution.signal.abort("stop")
-            return Block(feedback=[TextBlock("blocked by policy")])
+            return Block(feedback=[TextBlock(text="blocked by policy")])
 
     result = await make_harness(BlockAndAbort()).execute(call(text="hi"))
     assert result.error.message == "blocked by policy"

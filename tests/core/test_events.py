@@ -32,7 +32,7 @@ async def test_the_canonical_value_is_never_put_in_an_event(make_harness, sink):
         return "the-canonical-value"
 
     def render(args, value):
-        return [TextBlock("shown to the model")]
+        return [TextBlock(text="shown to the model")]
 
     from harness_core import ToolOutput
 

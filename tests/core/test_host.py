@@ -132,3 +132,35 @@ def test_a_blocked_plugin_name_cannot_be_registered():
 
     with pytest.raises(PluginRefusedError, match="blocked"):
         harness.register(Anything(), name="sandbox")
+
+
+def test_a_wrapper_impl_of_harness_register_tools_is_refused():
+    class Wrapping:
+        @hookimpl(wrapper=True)
+        def harness_register_tools(self, register):
+            return (yield)
+
+    with pytest.raises(PluginRefusedError, match="harness_register_tools as a wrapper"):
+        Harness(plugins=[Wrapping()])
+
+
+@pytest.mark.anyio
+async def test_unnamed_plugins_get_readable_names_that_errors_can_quote():
+    class Sloppy:
+        @hookimpl
+        async def tools_pre_execute(self, execution, call_next):
+            return "allow"
+
+    harness = Harness(plugins=[Sloppy(), Sloppy()])
+    names = [name for name, _ in harness.plugins()]
+    assert names == [
+        "test_unnamed_plugins_get_readable_names_that_errors_can_quote.<locals>.Sloppy",
+        "test_unnamed_plugins_get_readable_names_that_errors_can_quote.<locals>.Sloppy#2",
+    ]
+
+    async def body(args, ctx):
+        return "x"
+
+    harness.tools.register(make_echo(body))
+    result = await harness.execute(ToolCall(call_id="c1", name="echo", arguments={}))
+    assert result.error.message.startswith('plugin "test_unnamed_plugins_get_readable_names_that_errors_can_quote.<locals>.Sloppy#2" returned str')

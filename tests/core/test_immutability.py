@@ -267,7 +267,7 @@ def dict_tool(returned: dict[str, Any]) -> Any:
 
     return make_echo(
         execute,
-        output=ToolOutput(schema={"type": "object"}, render=lambda args, value: [TextBlock(json.dumps(value))]),
+        output=ToolOutput(schema={"type": "object"}, render=lambda args, value: [TextBlock(text=json.dumps(value))]),
     )
 
 
@@ -338,8 +338,8 @@ async def test_a_failure_authored_by_a_wrapper_is_frozen_deeply_before_observers
         async def tools_execute(self, execution, call_next):
             return ToolResult(
                 is_error=True,
-                error=ToolError("wrapper says no"),
-                content=[TextBlock("Error: wrapper says no")],
+                error=ToolError(message="wrapper says no"),
+                content=[TextBlock(text="Error: wrapper says no")],
                 meta={"retries": [1, 2]},
             )
 

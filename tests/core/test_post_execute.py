@@ -20,7 +20,7 @@ from .support import call, make_echo, text_of
 
 
 def note(text: str, source: str = "test") -> ContextMessage:
-    return ContextMessage(content=[TextBlock(text)], source=source)
+    return ContextMessage(content=[TextBlock(text=text)], source=source)
 
 
 class Decide:
@@ -38,7 +38,7 @@ def with_meta(body):
         body,
         output=ToolOutput(
             schema={"type": "string"},
-            render=lambda args, value: [TextBlock(value)],
+            render=lambda args, value: [TextBlock(text=value)],
             presentation_meta=lambda args, value: {"length": len(value)},
         ),
     )
@@ -46,7 +46,7 @@ def with_meta(body):
 
 @pytest.mark.anyio
 async def test_accept_with_content_replaces_only_the_content(make_harness, body):
-    result = await make_harness(Decide(Accept(content=[TextBlock("redacted")])), tool=with_meta(body)).execute(
+    result = await make_harness(Decide(Accept(content=[TextBlock(text="redacted")])), tool=with_meta(body)).execute(
         call(text="secret")
     )
     assert text_of(result) == "redacted" and result.value == "secret" and result.meta == {"length": 6}
@@ -54,11 +54,11 @@ async def test_accept_with_content_replaces_only_the_content(make_harness, body)
 
 @pytest.mark.anyio
 async def test_accept_with_content_also_works_on_a_failure(make_harness):
-    result = await make_harness(Decide(Accept(content=[TextBlock("friendlier")])), Deny_all()).execute(call(text="x"))
+    result = await make_harness(Decide(Accept(content=[TextBlock(text="friendlier")])), DenyAll()).execute(call(text="x"))
     assert result.is_error and text_of(result) == "friendlier" and result.error.message == "nope"
 
 
-class Deny_all:
+class DenyAll:
     @hookimpl
     async def tools_pre_execute(self, execution, call_next):
         return Deny(reason="nope")
@@ -84,14 +84,14 @@ async def test_accept_with_value_none_replaces_the_value_with_null(make_harness)
 
 @pytest.mark.anyio
 async def test_accept_with_both_content_and_value_is_an_error(make_harness):
-    result = await make_harness(Decide(Accept(value="v", content=[TextBlock("c")]))).execute(call(text="hi"))
+    result = await make_harness(Decide(Accept(value="v", content=[TextBlock(text="c")]))).execute(call(text="hi"))
     assert result.error.message == "tools/post-execute accept decision cannot replace both value and content"
     assert result.error.info is None
 
 
 @pytest.mark.anyio
 async def test_replacing_the_value_of_a_failure_is_an_error(make_harness):
-    result = await make_harness(Decide(Accept(value="v")), Deny_all()).execute(call(text="hi"))
+    result = await make_harness(Decide(Accept(value="v")), DenyAll()).execute(call(text="hi"))
     assert result.error.message == "tools/post-execute cannot replace the value of a failed result"
 
 
@@ -103,7 +103,7 @@ async def test_content_none_means_no_replacement(make_harness):
 
 @pytest.mark.anyio
 async def test_block_uses_the_feedback_verbatim_and_derives_the_message(make_harness, body):
-    feedback = [TextBlock("line one"), ImageBlock(attachment_id="a1", media_type="image/png", size_bytes=3, width=1, height=1), TextBlock("line two")]
+    feedback = [TextBlock(text="line one"), ImageBlock(attachment_id="a1", media_type="image/png", size_bytes=3, width=1, height=1), TextBlock(text="line two")]
     result = await make_harness(Decide(Block(feedback=feedback))).execute(call(text="hi"))
     assert result.is_error and list(result.content) == feedback and result.value is None
     assert result.error.message == "line one\n[image content]\nline two" and result.error.info is None
@@ -122,7 +122,7 @@ async def test_block_keeps_only_its_own_contexts(make_harness):
         return "hi"
 
     result = await make_harness(
-        Decide(Block(feedback=[ReasoningBlock("r")], additional_contexts=[note("from the block")])),
+        Decide(Block(feedback=[ReasoningBlock(text="r")], additional_contexts=[note("from the block")])),
         tool=make_echo(deferring),
     ).execute(call(text="hi"))
     assert [m.content[0].text for m in result.additional_contexts] == ["from the block"]
@@ -176,7 +176,7 @@ async def test_conclude_turn_marks_only_successes(make_harness):
     harness = make_harness(tool=make_echo(concluding))
     assert (await harness.execute(call(text="hi"))).concludes_turn is True
 
-    blocked = make_harness(Decide(Block(feedback=[TextBlock("no")])), tool=make_echo(concluding))
+    blocked = make_harness(Decide(Block(feedback=[TextBlock(text="no")])), tool=make_echo(concluding))
     assert (await blocked.execute(call(text="hi"))).concludes_turn is False
 
 
@@ -186,7 +186,7 @@ async def test_content_replacement_keeps_concludes_turn_and_value_replacement_re
         ctx.conclude_turn()
         return "hi"
 
-    content = make_harness(Decide(Accept(content=[TextBlock("x")])), tool=make_echo(concluding))
+    content = make_harness(Decide(Accept(content=[TextBlock(text="x")])), tool=make_echo(concluding))
     assert (await content.execute(call(text="hi"))).concludes_turn is True
     value = make_harness(Decide(Accept(value="y")), tool=make_echo(concluding))
     assert (await value.execute(call(text="hi"))).concludes_turn is True
@@ -204,7 +204,7 @@ async def test_a_failed_body_never_concludes_the_turn(make_harness):
 
 @pytest.mark.anyio
 async def test_meta_is_computed_for_top_level_calls_only(make_harness, body):
-    from harness_core import Harness, Signal, ToolCall
+    from harness_core import Signal, ToolCall
 
     harness = make_harness(tool=with_meta(body))
     top = await harness.execute(call(text="abc"))
@@ -222,4 +222,3 @@ async def test_meta_is_computed_for_top_level_calls_only(make_harness, body):
         ToolCall(call_id="outer:code:1", name="echo", arguments={"text": "abc"}, parent=parent_seen[-1], signal=Signal())
     )
     assert nested.meta is None and not nested.is_error
-    assert isinstance(harness, Harness)

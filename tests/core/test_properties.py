@@ -269,7 +269,7 @@ def check_outcome(spec: CallSpec, result: ToolResult) -> None:
     elif spec.aborted:
         assert result.is_error
         assert result.error.info.code == "ABORTED_BEFORE_DISPATCH"
-        assert result.content == (TextBlock("Error: tool call aborted before dispatch"),)
+        assert result.content == (TextBlock(text="Error: tool call aborted before dispatch"),)
     elif not spec.known:
         assert result.is_error
         assert result.error.info.code == "UNKNOWN_TOOL"

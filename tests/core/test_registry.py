@@ -236,7 +236,7 @@ def test_a_positive_finite_timeout_is_accepted_and_kept(make_harness, body, time
     "output",
     [
         None,
-        {"schema": {"type": "string"}, "render": lambda args, value: [TextBlock(value)]},
+        {"schema": {"type": "string"}, "render": lambda args, value: [TextBlock(text=value)]},
         ToolOutput(schema={"type": "string"}, render="not callable"),
         ToolOutput(schema={"type": "string"}, render=lambda args, value: [], presentation_meta="nope"),
     ],
@@ -258,7 +258,7 @@ def test_a_missing_or_malformed_output_declaration_is_refused(make_harness, body
 )
 def test_an_output_schema_outside_the_supported_subset_is_refused(make_harness, body, schema) -> None:
     harness = make_harness(echo=False)
-    output = ToolOutput(schema=schema, render=lambda args, value: [TextBlock(str(value))])
+    output = ToolOutput(schema=schema, render=lambda args, value: [TextBlock(text=str(value))])
 
     with pytest.raises(ToolDefinitionError, match='tool "echo" output schema is not supported'):
         harness.tools.register(make_echo(body, output=output))

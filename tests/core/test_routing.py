@@ -237,7 +237,7 @@ async def test_an_aborted_wrapper_signal_is_checked_before_the_unknown_tool(make
 @pytest.mark.anyio
 async def test_a_body_failure_runs_post_execute_and_keeps_deferred_contexts(traced, trace):
     async def failing(args, ctx):
-        ctx.defer_context(ContextMessage(content=[TextBlock("saw the disk")], source="echo"))
+        ctx.defer_context(ContextMessage(content=[TextBlock(text="saw the disk")], source="echo"))
         raise Raising("disk full")
 
     result = await traced(execute=failing).execute(call(text="hi"))
@@ -316,7 +316,7 @@ class ThrowingWrapper:
 @pytest.mark.anyio
 async def test_a_throwing_wrapper_skips_post_execute_and_loses_deferred_contexts(traced, trace, body):
     async def deferring(args, ctx):
-        ctx.defer_context(ContextMessage(content=[TextBlock("note")], source="echo"))
+        ctx.defer_context(ContextMessage(content=[TextBlock(text="note")], source="echo"))
         return "hi"
 
     result = await traced(ThrowingWrapper(), execute=deferring).execute(call(text="hi"))
@@ -331,7 +331,7 @@ class ForeignValueWrapper:
 
     @hookimpl
     async def tools_execute(self, execution, call_next):
-        return ToolResult(is_error=False, value=self.value, content=[TextBlock("ignored authored content")])
+        return ToolResult(is_error=False, value=self.value, content=[TextBlock(text="ignored authored content")])
 
 
 @pytest.mark.anyio
@@ -384,7 +384,7 @@ async def test_a_throwing_finalizer_turns_the_result_into_its_error_once(make_ha
         raise RuntimeError("finalizer broke")
 
     async def deferring(args, ctx):
-        ctx.defer_context(ContextMessage(content=[TextBlock("note")], source="echo"))
+        ctx.defer_context(ContextMessage(content=[TextBlock(text="note")], source="echo"))
         return "hi"
 
     result = await make_harness(tool=make_echo(deferring, finalize_content=finalize)).execute(call(text="hi"))
@@ -401,7 +401,7 @@ async def test_a_finalizer_returning_non_blocks_gives_the_materialization_error(
 
 @pytest.mark.anyio
 async def test_a_finalizer_replaces_only_the_content(make_harness, body):
-    tool = make_echo(body, finalize_content=lambda execution, result: [TextBlock("[final] " + result.content[0].text)])
+    tool = make_echo(body, finalize_content=lambda execution, result: [TextBlock(text="[final] " + result.content[0].text)])
     result = await make_harness(tool=tool).execute(call(text="hi"))
     assert text_of(result) == "[final] hi" and result.value == "hi" and not result.is_error
 
