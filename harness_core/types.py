@@ -503,37 +503,18 @@ def new_execution(
     return execution
 
 
-class DispatchExecution:
-    """The view given to ``tools_execute`` wrappers: read-only except ``signal``.
-
-    A wrapper may assign ``execution.signal`` (a deadline, say) for the calls it delegates and
-    should restore the upstream signal afterwards; the core restores it after the body anyway.
-    """
+class _ExecutionView:
+    """Read-only delegation to an Execution, plus a signal of the view's own (shared by two views)."""
 
     __slots__ = ("_execution", "_signal")
     _execution: Execution
     _signal: Signal
 
-    def __init__(self, execution: Execution) -> None:
-        _set(self, "_execution", execution)
-        _set(self, "_signal", execution.signal)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name != "signal":
-            _read_only(self, name)
-        if not isinstance(value, Signal):
-            raise TypeError(f"execution.signal must be a Signal, got {type(value).__name__}")
-        _set(self, "_signal", value)
-
+    __setattr__ = _read_only
     __delattr__ = _read_only
 
     def __repr__(self) -> str:
-        return f"DispatchExecution(call_id={self.call_id!r}, name={self.name!r})"
-
-    @property
-    def signal(self) -> Signal:
-        """The signal the body will watch (fused with the caller's); wrappers may replace it."""
-        return self._signal
+        return f"{type(self).__name__}(call_id={self.call_id!r}, name={self.name!r})"
 
     @property
     def execution(self) -> Execution:
@@ -580,7 +561,33 @@ class DispatchExecution:
         self._execution.record_event(kind, data)
 
 
-class RunContext:
+class DispatchExecution(_ExecutionView):
+    """The view given to ``tools_execute`` wrappers: read-only except ``signal``.
+
+    A wrapper may assign ``execution.signal`` (a deadline, say) for the calls it delegates and
+    should restore the upstream signal afterwards; the core restores it after the body anyway.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, execution: Execution) -> None:
+        _set(self, "_execution", execution)
+        _set(self, "_signal", execution.signal)
+
+    def __setattr__(self, name: str, value: object) -> None:  # type: ignore[override]
+        if name != "signal":
+            _read_only(self, name)
+        if not isinstance(value, Signal):
+            raise TypeError(f"execution.signal must be a Signal, got {type(value).__name__}")
+        _set(self, "_signal", value)
+
+    @property
+    def signal(self) -> Signal:
+        """The signal the body will watch (fused with the caller's); wrappers may replace it."""
+        return self._signal
+
+
+class RunContext(_ExecutionView):
     """What a tool body receives as ``ctx``: the execution, the fused signal, and two channels back.
 
     ``ctx.defer_context(message)`` adds a context to this call's own result (kept through a body
@@ -588,70 +595,24 @@ class RunContext:
     agent loop to stop after this batch if the call succeeds.
     """
 
-    __slots__ = ("_execution", "_signal", "_deferred", "_conclude", "_open")
-    _execution: Execution
-    _signal: Signal
+    __slots__ = ("_deferred", "_conclude", "_open")
     _deferred: list[ContextMessage]
     _conclude: Callable[[], None]
     _open: bool
 
-    def __init__(self, execution: Execution, signal: Signal, deferred: list[ContextMessage], conclude: Callable[[], None]) -> None:
+    def __init__(
+        self, execution: Execution, signal: Signal, deferred: list[ContextMessage], conclude: Callable[[], None]
+    ) -> None:
         _set(self, "_execution", execution)
         _set(self, "_signal", signal)
         _set(self, "_deferred", deferred)
         _set(self, "_conclude", conclude)
         _set(self, "_open", True)
 
-    __setattr__ = _read_only
-    __delattr__ = _read_only
-
-    def __repr__(self) -> str:
-        return f"RunContext(call_id={self.call_id!r}, name={self.name!r})"
-
     @property
     def signal(self) -> Signal:
         """Aborts when the caller or any ``tools_execute`` wrapper (a deadline) aborts."""
         return self._signal
-
-    @property
-    def execution(self) -> Execution:
-        """The read-only execution behind this context."""
-        return self._execution
-
-    @property
-    def call_id(self) -> str:
-        """The call id the model (or the caller) assigned."""
-        return self._execution.call_id
-
-    @property
-    def name(self) -> str:
-        """The tool name the call asked for."""
-        return self._execution.name
-
-    @property
-    def arguments(self) -> Any:
-        """The deep-frozen lossless-JSON snapshot of the arguments."""
-        return self._execution.arguments
-
-    @property
-    def agent(self) -> str | None:
-        """The agent on whose behalf the call runs, if any."""
-        return self._execution.agent
-
-    @property
-    def parent(self) -> ExecutionToken | None:
-        """The token of the enclosing execution for nested calls (Code Mode), else None."""
-        return self._execution.parent
-
-    @property
-    def root_call_id(self) -> str:
-        """The call id of the root model call of this execution tree."""
-        return self._execution.root_call_id
-
-    @property
-    def token(self) -> ExecutionToken:
-        """This execution's identity, the same object in every stage."""
-        return self._execution.token
 
     def defer_context(self, message: ContextMessage) -> None:
         """Attach ``message`` to this call's result; after the body has settled it is dropped."""
@@ -664,10 +625,6 @@ class RunContext:
         """Mark a successful result with ``concludes_turn=True`` (failures never carry it)."""
         if self._open:
             self._conclude()
-
-    def record_event(self, kind: str, data: Mapping[str, Any]) -> None:
-        """See :meth:`Execution.record_event`."""
-        self._execution.record_event(kind, data)
 
     def _close(self) -> None:
         _set(self, "_open", False)
