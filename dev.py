@@ -64,16 +64,43 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    commands = {
-        "demo": ["-m", "harness_core.demo"],
-        "test": ["-m", "pytest"],
-        "bench": [str(ROOT / "bench" / "pipeline_overhead.py"), "--write"],
-    }
+    commands = {"demo": demo, "test": run_tests, "bench": bench}
     if command not in commands:
         print(f"dev.py: unknown command {command!r}; use one of: {', '.join(commands)}", file=sys.stderr)
         return 2
     ensure_environment()
-    return subprocess.run([str(python()), *commands[command], *rest], cwd=ROOT).returncode
+    return commands[command](rest)
+
+
+def harness(*args: str) -> int:
+    return subprocess.run([str(python()), "-m", "harness_core", *args], cwd=ROOT).returncode
+
+
+def demo(rest: list[str]) -> int:
+    """The demo batch through the CLI; some of its calls are denied or fail on purpose."""
+    project = ["-C", "examples/demo", "--no-user-config"]
+    print("$ harness -C examples/demo plugins", flush=True)
+    if harness(*project, "plugins") != 0:
+        return 2
+    print("\n$ harness -C examples/demo run calls.jsonl", flush=True)
+    status = harness(*project, "run", "calls.jsonl", *rest)
+    # Exit 1 means "some calls failed or were denied", which the demo batch does on purpose;
+    # 2 (a usage or configuration error) or anything else means the demo itself is broken.
+    if status not in (0, 1):
+        return status
+    print("\n$ harness -C examples/demo call save_file '{\"file_path\": \"secrets/key.pem\", \"content\": \"x\"}' --dry-run", flush=True)
+    harness(*project, "call", "save_file", '{"file_path": "secrets/key.pem", "content": "x"}', "--dry-run")
+    print("\nRead the session as cards: .venv/bin/harness -C examples/demo log", flush=True)
+    return 0
+
+
+def run_tests(rest: list[str]) -> int:
+    return subprocess.run([str(python()), "-m", "pytest", *rest], cwd=ROOT).returncode
+
+
+def bench(rest: list[str]) -> int:
+    script = ROOT / "bench" / "pipeline_overhead.py"
+    return subprocess.run([str(python()), str(script), "--write", *rest], cwd=ROOT).returncode
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ The hook specifications, with what each stage may and must not do, are in
 ``harness_core.hookspecs``; docs/pipeline.md walks through them with an example per hook.
 """
 
+from .config import ConfigError, ConfigSource, DenyList, HarnessConfig
+from .discovery import PluginLoadError
 from .errors import (
     AbortError,
     HarnessError,
@@ -26,8 +28,9 @@ from .errors import (
 )
 from .events import Event, EventSink, MemoryEventSink
 from .hookspecs import CallNext, hookimpl, hookspec
-from .host import Harness
+from .host import CloseError, Harness
 from .lossless import FrozenDict, FrozenList, LosslessJSONError
+from .pipeline import DryRun
 from .registry import ToolDefinition, ToolOutput, ToolRegistry
 from .signal import Dispose, Signal
 from .typed_tool import tool
@@ -62,11 +65,16 @@ __all__ = [
     "Ask",
     "Block",
     "CallNext",
+    "CloseError",
+    "ConfigError",
+    "ConfigSource",
     "ContentBlock",
     "ContextMessage",
     "Deny",
+    "DenyList",
     "DispatchExecution",
     "Dispose",
+    "DryRun",
     "ErrorInfo",
     "Event",
     "EventSink",
@@ -75,10 +83,12 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "Harness",
+    "HarnessConfig",
     "HarnessError",
     "ImageBlock",
     "LosslessJSONError",
     "MemoryEventSink",
+    "PluginLoadError",
     "PluginRefusedError",
     "ReasoningBlock",
     "RunContext",

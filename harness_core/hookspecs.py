@@ -7,8 +7,9 @@ For a waterfall that first implementation is the outermost; its ``call_next()`` 
 
 Implementations may take any subset of a spec's arguments, as with any pluggy hook. Waterfall
 impls may be ``def`` or ``async def``; a ``def`` impl may ``return call_next()`` to continue.
-Wrappers (``wrapper=True`` / ``hookwrapper=True``) are refused on every hook here except
-``harness_register_tools``, and so are ``async def`` guards and observers.
+The core calls every hook here itself, so wrappers (``wrapper=True`` / ``hookwrapper=True``)
+are refused on all of them, and so are ``async def`` impls of the synchronous ones (guards,
+observers, the host's registration and configuration hooks).
 """
 
 # Hook specifications have docstrings for bodies: nothing runs them.
@@ -22,6 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 import pluggy
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from .config import HarnessConfig
     from .registry import ToolDefinition
     from .types import (
         ApprovalOutcome,
@@ -49,15 +53,78 @@ T = TypeVar("T")
 CallNext: TypeAlias = Callable[[], Awaitable[T]]
 
 
-# --- Host: start-up ---------------------------------------------------------------------------
+# --- Host: start-up, in the order the host calls them ------------------------------------------
+
+
+@hookspec
+def harness_register_config(register: Callable[[str, type[BaseModel]], None]) -> None:
+    """Contribute this plugin's config section: call ``register("name", Model)``.
+
+    When: once, right after the plugins are registered and before the configuration is composed.
+    May: register one or more sections, each a pydantic model with ``extra="forbid"`` (unknown
+    keys must be errors); mark deny-type list fields with ``harness_core.DenyList`` so no later
+    layer or preset can remove an entry.
+    Must not: register a section another plugin or the core owns (``plugins``, ``session``).
+    Default: no section.
+    """
+
+
+@hookspec
+def harness_register_presets(register: Callable[..., None]) -> None:
+    """Contribute named presets: ``register(name, fragment, description="", extends=(), default=False)``.
+
+    When: once, before the configuration is composed (users select them with ``preset = ...``).
+    May: register config fragments (tables of sections) that build on other presets through
+    ``extends``; mark at most one as the default, used when the project selects none.
+    Must not: load or block plugins from a preset (``plugins`` is refused in a fragment).
+    Default: no presets.
+    """
+
+
+@hookspec
+def harness_configure(config: HarnessConfig) -> None:
+    """Receive the effective, validated configuration (read your section with ``config.section(name)``).
+
+    When: once per plugin, after the configuration is composed and before any tool is registered.
+    May: keep what it needs from its section on ``self``; raise to refuse to start (the error
+    names the plugin).
+    Must not: be ``async def``; change the configuration (it is frozen).
+    Default: nothing.
+    """
+
+
+@hookspec
+def harness_provides() -> list[str]:
+    """Name the capabilities this plugin enforces, e.g. ``["timeout_ms"]`` for a timeout policy.
+
+    When: whenever the host checks what is enforced (``harness doctor``, start-up warnings).
+    May: return capability names; the host warns, for example, when a tool declares ``timeout_ms``
+    and no plugin provides ``"timeout_ms"``.
+    Must not: claim a capability it does not enforce (that silences a real warning).
+    Default: nothing is provided.
+    """
+
+
+@hookspec
+def harness_close() -> Awaitable[None] | None:
+    """Release what the plugin holds (jobs, processes, open files) when the harness closes.
+
+    When: once, on ``await h.aclose()`` or leaving ``async with Harness(...)``, plugin by plugin
+    in reverse registration order.
+    May: be ``def`` or ``async def``; await the end of its own tasks.
+    Must not: expect other plugins to still be usable; raising is reported and never keeps the
+    other plugins from closing.
+    Default: nothing.
+    """
+
 
 
 @hookspec
 def harness_register_tools(register: Callable[[ToolDefinition], Callable[[], None]]) -> None:
     """Contribute tools: call ``register(definition)`` once per tool.
 
-    When: once per plugin, when the plugin is registered with a Harness (at start-up for plugins
-    given to ``Harness(...)`` or found through entry points, or on ``h.register(plugin)``).
+    When: once per plugin, after ``harness_configure`` (so the tools may depend on the plugin's
+    configuration): at start-up, or on ``h.register(plugin)`` for a plugin added later.
     May: register any number of ToolDefinitions (or ``@tool`` functions); keep the returned
     ``dispose`` to unregister one later.
     Must not: register a name another plugin already registered (that raises), or ``run_code``.

@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import CoroutineType, TracebackType
 from typing import Any
 
 import pluggy
-from importlib_metadata import entry_points
+import pydantic
 
 from . import hookspecs
 from .chain import Link, Waterfall, links_of
-from .errors import PluginRefusedError
+from .config import ConfigSource, HarnessConfig, Preset, compose
+from .discovery import PluginRecord, discover_plugins, load_module_plugins
+from .errors import HarnessError, PluginRefusedError
 from .events import EventSink
 from .hookspecs import PROJECT_NAME, CallNext
-from .pipeline import Pipeline
+from .pipeline import DryRun, Pipeline
 from .registry import ToolDefinition, ToolRegistry
 from .signal import Dispose, Signal
 from .types import (
@@ -40,7 +42,7 @@ from .types import (
     ToolResult,
 )
 
-__all__ = ["Harness", "HookCalls"]
+__all__ = ["CloseError", "Harness", "HookCalls"]
 
 logger = logging.getLogger("harness")
 
@@ -48,6 +50,11 @@ logger = logging.getLogger("harness")
 CORE_RUN_HOOKS = frozenset(
     {
         "harness_register_tools",
+        "harness_register_config",
+        "harness_register_presets",
+        "harness_configure",
+        "harness_provides",
+        "harness_close",
         "tools_pre_execute",
         "approval_request",
         "tools_guard",
@@ -59,7 +66,18 @@ CORE_RUN_HOOKS = frozenset(
     }
 )
 #: Hooks whose impls are called without awaiting: an ``async def`` impl would silently never run.
-SYNC_HOOKS = frozenset({"tools_guard", "tools_result", "tools_change", "harness_register_tools"})
+SYNC_HOOKS = frozenset(
+    {
+        "tools_guard",
+        "tools_result",
+        "tools_change",
+        "harness_register_tools",
+        "harness_register_config",
+        "harness_register_presets",
+        "harness_configure",
+        "harness_provides",
+    }
+)
 
 
 # --- Per-link return checks: a wrong type is caught where it was returned, naming the plugin ---
@@ -215,6 +233,62 @@ def refuse_unsafe_impls(pm: pluggy.PluginManager, plugin: object) -> None:
                 )
 
 
+class CloseError(HarnessError):
+    """Raised by ``aclose`` after every plugin was closed, when some of them failed to."""
+
+    code = "CLOSE_FAILED"
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__("some plugins failed to close: " + "; ".join(failures))
+        self.failures = failures
+
+
+def _check_section(name: object, model: object, plugin: str, owners: Mapping[str, str]) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise PluginRefusedError(f'plugin "{plugin}" registered config section {name!r}; use a name like "path_guard"')
+    if name in owners or name in ("preset", "presets"):
+        raise PluginRefusedError(f'plugin "{plugin}" registered config section [{name}], which {owners.get(name, "the core")} owns')
+    if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
+        raise PluginRefusedError(f'plugin "{plugin}" registered config section [{name}] with {model!r}; expected a pydantic model class')
+    if model.model_config.get("extra") != "forbid":
+        raise PluginRefusedError(
+            f'plugin "{plugin}" config model for [{name}] must set model_config = ConfigDict(extra="forbid") '
+            "so that unknown keys are errors"
+        )
+
+
+def _check_preset(
+    name: object,
+    fragment: object,
+    description: object,
+    extends: object,
+    default: object,
+    plugin: str,
+    known: Mapping[str, Preset],
+) -> Preset:
+    if not isinstance(name, str) or not name:
+        raise PluginRefusedError(f'plugin "{plugin}" registered a preset named {name!r}; use a non-empty str')
+    if name in known:
+        raise PluginRefusedError(f'plugin "{plugin}" registered preset "{name}", already defined by {known[name].source}')
+    if not isinstance(fragment, Mapping):
+        raise PluginRefusedError(f'plugin "{plugin}" preset "{name}" must be a mapping of config sections')
+    for reserved in ("preset", "presets", "plugins"):
+        if reserved in fragment:
+            raise PluginRefusedError(f'plugin "{plugin}" preset "{name}" sets "{reserved}"; a preset cannot select presets or load plugins')
+    if isinstance(extends, str):
+        extends = (extends,)
+    if not isinstance(extends, Sequence) or not all(isinstance(item, str) for item in extends):
+        raise PluginRefusedError(f'plugin "{plugin}" preset "{name}" extends must be a list of preset names')
+    return Preset(
+        name=name,
+        fragment=dict(fragment),
+        description=str(description),
+        extends=tuple(extends),
+        source=f'plugin "{plugin}"',
+        default=bool(default),
+    )
+
+
 class _PluginManager(pluggy.PluginManager):
     """pluggy's manager, plus the core's refusals and chain invalidation on every change."""
 
@@ -260,23 +334,27 @@ class _PluginManager(pluggy.PluginManager):
 
 
 class Harness:
-    """The host: registered plugins, the tool registry, and the pipeline every call goes through.
+    """The host: registered plugins, their configuration, the tool registry, and the pipeline.
 
     ``Harness(plugins=[A, B])`` registers in list order, so pluggy calls B before A (B is the
-    outer waterfall listener). ``load_entrypoints=True`` also loads plugins from the ``harness``
-    entry-point group, sorted by name. ``events`` receives session events (``None``: discarded).
+    outer waterfall listener). ``load_entrypoints=True`` also loads the ``harness`` entry points
+    (see :mod:`harness_core.discovery`). ``config`` is a ``ConfigSource`` (files and overrides,
+    ``ConfigSource.for_project(dir)``), a plain mapping (one layer, handy in tests) or ``None``.
+    ``events`` receives session events (``None``: discarded).
+
+    Start-up order: register plugins → check hook names → compose and validate the configuration
+    (sections and presets from ``harness_register_config`` / ``harness_register_presets``) →
+    ``harness_configure`` → ``harness_register_tools``. Any failure raises before a call can run.
     """
 
     def __init__(
         self,
         plugins: Iterable[object] = (),
         *,
-        config: Any = None,
+        config: ConfigSource | Mapping[str, Any] | None = None,
         load_entrypoints: bool = False,
         events: EventSink | None = None,
     ) -> None:
-        self.config = config
-        self.events = events
         self._pm = _PluginManager()
         self._hooks = HookCalls(self._pm)
         self._pm.hook_calls = self._hooks
@@ -285,11 +363,24 @@ class Harness:
         self._pipeline = Pipeline(self.tools, self._hooks, events)
         self._tool_disposers: dict[str, list[Dispose]] = {}
         self._closed = False
+        self.source = config if isinstance(config, ConfigSource) else ConfigSource.from_mapping(config or {})
+        #: What discovery did with each entry point and ``[plugins] modules`` entry.
+        self.discovery: list[PluginRecord] = []
+        settings = self.source.plugin_settings()
+        for name in settings.block:
+            self._pm.set_blocked(name)
         for plugin in plugins:
-            self._register(plugin, None)
+            self._register_plugin(plugin, None)
         if load_entrypoints:
-            self._load_entrypoints()
+            self.discovery += discover_plugins(settings, self._register_plugin)
+        self.discovery += load_module_plugins(settings, self._register_plugin, self.source.project_dir)
         self._check_pending()
+        #: The effective, validated configuration.
+        self.config: HarnessConfig = self._compose()
+        for name, plugin in self.plugins():
+            self._configure(name, plugin)
+        for name, plugin in self.plugins():
+            self._collect_tools(name, plugin)
 
     # --- plugins ------------------------------------------------------------------------------
 
@@ -299,35 +390,83 @@ class Harness:
         return self._pm
 
     def register(self, plugin: object, name: str | None = None) -> str:
-        """Register a plugin and collect its tools; refuse unsafe hook impls with a clear error."""
-        plugin_name = self._register(plugin, name)
+        """Add a plugin after start-up: refuse unsafe impls, configure it, collect its tools."""
+        plugin_name = self._register_plugin(plugin, name)
         try:
             self._check_pending()
-        except PluginRefusedError:
+            if self._impls("harness_register_config", plugin) or self._impls("harness_register_presets", plugin):
+                self.config = self._compose()
+            self._configure(plugin_name, plugin)
+            self._collect_tools(plugin_name, plugin)
+        except BaseException:
             self.unregister(plugin)
             raise
         return plugin_name
 
-    def _register(self, plugin: object, name: str | None) -> str:
+    def _register_plugin(self, plugin: object, name: str | None = None) -> str:
         plugin_name = self._pm.register(plugin, name)
         if plugin_name is None:
             raise PluginRefusedError(f"plugin {name or plugin!r} is blocked and was not registered")
-        disposers: list[Dispose] = []
-        self._tool_disposers[plugin_name] = disposers
+        self._tool_disposers[plugin_name] = []
+        return plugin_name
+
+    def _impls(self, hook_name: str, plugin: object | None = None) -> list[Any]:
+        caller = getattr(self._pm.hook, hook_name)
+        return [impl for impl in caller.get_hookimpls() if plugin is None or impl.plugin is plugin]
+
+    def _compose(self) -> HarnessConfig:
+        sections: dict[str, type[pydantic.BaseModel]] = {}
+        owners: dict[str, str] = {"plugins": "the core", "session": "the core"}
+        for impl in self._impls("harness_register_config"):
+
+            def register_section(name: str, model: type[pydantic.BaseModel], _plugin: str = impl.plugin_name) -> None:
+                _check_section(name, model, _plugin, owners)
+                sections[name] = model
+                owners[name] = f'plugin "{_plugin}"'
+
+            impl.function(*[register_section for _ in impl.argnames])
+        presets: dict[str, Preset] = {}
+        for impl in self._impls("harness_register_presets"):
+
+            def register_preset(
+                name: str,
+                fragment: Mapping[str, Any],
+                description: str = "",
+                extends: Sequence[str] = (),
+                default: bool = False,
+                _plugin: str = impl.plugin_name,
+            ) -> None:
+                presets[name] = _check_preset(name, fragment, description, extends, default, _plugin, presets)
+
+            impl.function(*[register_preset for _ in impl.argnames])
+        return compose(self.source, sections, presets)
+
+    def _configure(self, name: str, plugin: object) -> None:
+        for impl in self._impls("harness_configure", plugin):
+            try:
+                impl.function(*[self.config for _ in impl.argnames])
+            except HarnessError:
+                raise
+            except Exception as exc:
+                raise PluginRefusedError(f'plugin "{name}" failed to configure: {type(exc).__name__}: {exc}') from exc
+
+    def _collect_tools(self, name: str, plugin: object) -> None:
+        disposers = self._tool_disposers.setdefault(name, [])
 
         def register(definition: ToolDefinition) -> Dispose:
             dispose = self.tools.register(definition)
             disposers.append(dispose)
             return dispose
 
-        for impl in self._pm.hook.harness_register_tools.get_hookimpls():
-            if impl.plugin is plugin:
-                try:
-                    impl.function(*[register for _ in impl.argnames])
-                except BaseException:
-                    self.unregister(plugin)
-                    raise
-        return plugin_name
+        for impl in self._impls("harness_register_tools", plugin):
+            impl.function(*[register for _ in impl.argnames])
+
+    def provided(self) -> set[str]:
+        """Capabilities the registered plugins say they enforce (``harness_provides``)."""
+        capabilities: set[str] = set()
+        for impl in self._impls("harness_provides"):
+            capabilities.update(impl.function() or ())
+        return capabilities
 
     def unregister(self, plugin: object) -> None:
         """Remove a plugin and the tools it registered."""
@@ -351,18 +490,10 @@ class Harness:
                         "that spec is not installed)"
                     )
 
-    def _load_entrypoints(self) -> None:
-        # The host issue grows this (allow-lists, required plugins, config); the order is already
-        # deterministic: sorted by entry-point name, never install order.
-        for entry_point in sorted(entry_points(group=PROJECT_NAME), key=lambda ep: ep.name):
-            if self._pm.has_plugin(entry_point.name) or self._pm.is_blocked(entry_point.name):
-                continue
-            plugin = entry_point.load()
-            self._register(plugin, entry_point.name)
-
     def plugins(self) -> list[tuple[str, object]]:
         """``(name, plugin)`` for every registered plugin, in registration order."""
-        return list(self._pm.list_name_plugin())
+        # pluggy keeps a blocked name as a (name, None) entry; that is not a plugin.
+        return [(name, plugin) for name, plugin in self._pm.list_name_plugin() if plugin is not None]
 
     # --- calls --------------------------------------------------------------------------------
 
@@ -374,6 +505,23 @@ class Harness:
         recorded (finalizer, ``tools_result``), and the cancellation propagates.
         """
         return await self._pipeline.execute(call)
+
+    async def dry_run(self, call: ToolCall) -> DryRun:
+        """What policy would decide for ``call`` (pre-execute, approval, guards); the body never runs.
+
+        Nothing is recorded: no ``tools_result``, no session events. An ask does reach the
+        approval service, as it would for a real call.
+        """
+        return await self._pipeline.dry_run(call)
+
+    @property
+    def events(self) -> EventSink | None:
+        """Where session events go (``None``: discarded); assignable, e.g. once a log is opened."""
+        return self._pipeline.sink
+
+    @events.setter
+    def events(self, sink: EventSink | None) -> None:
+        self._pipeline.sink = sink
 
     async def execute_batch(
         self, calls: Sequence[ToolCall], *, signal: Signal | None = None, max_parallel: int = 10
@@ -390,12 +538,28 @@ class Harness:
     # --- lifetime -----------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Release what plugins hold: unregister every plugin (their tools go with them)."""
+        """Close every plugin (``harness_close``) in reverse registration order, then unregister all.
+
+        Each failure is logged and none keeps the other plugins from closing; if any failed,
+        :class:`CloseError` lists them once everything is closed. Closing twice is harmless.
+        """
         if self._closed:
             return
         self._closed = True
+        failures: list[str] = []
+        for name, plugin in reversed(self.plugins()):
+            for impl in self._impls("harness_close", plugin):
+                try:
+                    outcome = impl.function()
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception as exc:
+                    logger.error("plugin %r failed to close: %s: %s", name, type(exc).__name__, exc)
+                    failures.append(f'plugin "{name}": {type(exc).__name__}: {exc}')
         for _name, plugin in reversed(self.plugins()):
             self.unregister(plugin)
+        if failures:
+            raise CloseError(failures)
 
     async def __aenter__(self) -> Harness:
         return self

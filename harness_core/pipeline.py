@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
@@ -37,6 +37,7 @@ from .types import (
     DispatchExecution,
     ErrorInfo,
     Execution,
+    PreDecision,
     RunContext,
     TextBlock,
     ToolCall,
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from .events import EventSink
     from .host import HookCalls
 
-__all__ = ["Pipeline", "error_result"]
+__all__ = ["STAGES", "DryRun", "Pipeline", "Stage", "error_result"]
 
 _POST: Final = "post"
 _FINAL: Final = "final"
@@ -60,6 +61,43 @@ ARGUMENTS_NOT_JSON = "tool execution arguments must be losslessly JSON-serializa
 RESULT_NOT_JSON = "tool result must be losslessly JSON-serializable"
 BLOCKED_WITHOUT_FEEDBACK = "tool result blocked by post-execute policy"
 APPROVAL_OUTCOMES = frozenset({"allowed-once", "rejected", "cancelled", "unavailable"})
+
+
+# --- The stage table: the pipeline's shape, for generated docs (harness docs) -----------------
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage of a call: its key, what it does, the hook it runs (if any) and where it leads."""
+
+    key: str
+    label: str
+    hook: str | None
+    leads_to: tuple[tuple[str, str], ...]
+
+
+#: Every stage in firing order, with the routes of reference §3.3. ``harness docs`` draws the
+#: pipeline graph from this table; keep it in step with the code below.
+STAGES: tuple[Stage, ...] = (
+    Stage("create", "create the execution: arguments snapshotted and frozen once", None,
+          (("entry", "ok"), ("finish", "arguments are not lossless JSON"))),
+    Stage("entry", "entry cancellation check", None, (("pre", "signal live"), ("finish", "already aborted"))),
+    Stage("pre", "pre-execute waterfall", "tools_pre_execute",
+          (("guards", "Allow"), ("approval", "Ask"), ("post", "Deny"), ("finish", "a listener raised"))),
+    Stage("approval", "approval service (one human decision)", "approval_request",
+          (("guards", "allowed-once"), ("post", "rejected, cancelled, unavailable or no service"),
+           ("finish", "the service raised"))),
+    Stage("guards", "guards (monotonic: deny or abstain)", "tools_guard",
+          (("dispatch_check", "all abstain"), ("post", "a guard denies"), ("finish", "a guard raised"))),
+    Stage("dispatch_check", "cancellation check before dispatch", None,
+          (("execute", "signal live"), ("post", "aborted: ABORTED_BEFORE_DISPATCH"))),
+    Stage("execute", "execute waterfall around the body (timeout, retry, metrics)", "tools_execute",
+          (("post", "a result, failures included"), ("finish", "a wrapper raised"))),
+    Stage("post", "post-execute waterfall (accept, replace, block)", "tools_post_execute",
+          (("finish", "decision applied, or a listener raised"),)),
+    Stage("finish", "finalize_content, exactly once", None, (("result", "frozen result"),)),
+    Stage("result", "observers see the frozen outcome, exactly once", "tools_result", ()),
+)
 
 
 # --- Result builders ----------------------------------------------------------------------------
@@ -175,6 +213,19 @@ def _with_contexts(result: ToolResult, contexts: Sequence[ContextMessage]) -> To
 
 
 # --- Per-call state -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DryRun:
+    """What policy would decide for a call: the waterfall's own verdict, then the final one."""
+
+    pre_execute: Literal["allow", "deny", "ask"]
+    decision: Literal["allow", "deny"]
+    reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"pre_execute", "decision", "reason"}`` as ``harness call --dry-run --json`` prints it."""
+        return {"pre_execute": self.pre_execute, "decision": self.decision, "reason": self.reason}
 
 
 class _CallState:
@@ -293,31 +344,55 @@ class Pipeline:
     # --- Stages C to H: pre-execute, ask, guards, cancellation before dispatch ------------------
 
     async def _prepare(self, state: _CallState) -> tuple[str, ToolResult | None]:
-        execution = state.execution
-        name = execution.name
         try:
-            decision = await self.hooks.pre_execute(execution, _allow)
-            cancelled_approval = False
-            if type(decision) is Ask:
-                decision, cancelled_approval = await self._ask(execution, decision)
-            if cancelled_approval and state.caller_signal.aborted:
-                return _POST, abort_result(False)
-            if type(decision) is Allow:
-                reason = self.hooks.guard(execution)
-            elif type(decision) is Deny:
-                reason = decision.reason
-                if reason is None:
-                    reason = f'tool "{name}" was denied by a policy that gave no reason'
-            else:  # pragma: no cover - the chain check only lets Allow, Deny and Ask through
-                reason = f'tool "{name}" got an unknown pre-execute decision'
+            _verdict, reason, cancelled_approval = await self._decide(state)
         except Exception as exc:
             return _FINAL, error_result(exc)
+        if cancelled_approval and state.caller_signal.aborted:
+            return _POST, abort_result(False)
         if reason is not None:
             # A denial outranks a cancellation that happened meanwhile (§3.2 F).
             return _POST, denial_result(reason)
         if state.caller_signal.aborted:
             return _POST, abort_result(False)
         return _DISPATCH, None
+
+    async def _decide(self, state: _CallState) -> tuple[PreDecision, str | None, bool]:
+        """Stages C, D and F: the waterfall's own verdict, the denial reason (``None``: allowed),
+        and whether an approval came back ``cancelled``. Guards run only on allow."""
+        execution = state.execution
+        verdict = await self.hooks.pre_execute(execution, _allow)
+        decision: PreDecision = verdict
+        cancelled_approval = False
+        if type(verdict) is Ask:
+            decision, cancelled_approval = await self._ask(execution, verdict)
+        if type(decision) is Allow:
+            return verdict, self.hooks.guard(execution), cancelled_approval
+        if type(decision) is Deny:
+            reason = decision.reason
+            if reason is None:
+                reason = f'tool "{execution.name}" was denied by a policy that gave no reason'
+            return verdict, reason, cancelled_approval
+        # Unreachable through the chain check, which only lets Allow, Deny and Ask through.
+        return verdict, f'tool "{execution.name}" got an unknown pre-execute decision', cancelled_approval
+
+    async def dry_run(self, call: ToolCall) -> DryRun:
+        """Pre-execute, approval and guards for ``call``, never the body, nothing recorded."""
+        state, failure = self._create(call)
+        if failure is not None:
+            message = failure.error.message if failure.error else "the call cannot run"
+            return DryRun(pre_execute="deny", decision="deny", reason=message)
+        try:
+            verdict, reason, _cancelled = await self._decide(state)
+        except Exception as exc:
+            return DryRun(pre_execute="deny", decision="deny", reason=_message_of(exc))
+        kind: Literal["allow", "deny", "ask"] = (
+            "allow" if type(verdict) is Allow else "ask" if type(verdict) is Ask else "deny"
+        )
+        first_reason = verdict.reason if type(verdict) is not Allow else None  # type: ignore[union-attr]
+        if reason is None:
+            return DryRun(pre_execute=kind, decision="allow", reason=first_reason)
+        return DryRun(pre_execute=kind, decision="deny", reason=reason)
 
     async def _ask(self, execution: Execution, ask: Ask) -> tuple[Allow | Deny, bool]:
         """Stage D: route an ask to the approval service; return the decision and 'was cancelled'."""

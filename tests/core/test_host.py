@@ -16,7 +16,7 @@ def install_fake_distribution(root: Path, name: str, entry_points: dict[str, str
     """Write an importable module plus a .dist-info with entry points, as pip would."""
     for module, source in modules.items():
         (root / f"{module}.py").write_text(textwrap.dedent(source))
-    info = root / f"{name}-1.0.dist-info"
+    info = root / f"{name.replace('-', '_')}-1.0.dist-info"  # as wheels name them
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
     lines = "\n".join(f"{key} = {value}" for key, value in entry_points.items())
