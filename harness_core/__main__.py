@@ -1,5 +1,5 @@
 """``python -m harness_core``: the ``harness`` command."""
 
-from .cli import run
+from harness_cli import run
 
 run()

@@ -18,113 +18,13 @@ if TYPE_CHECKING:
     from .host import Harness
     from .types import ToolResult
 
-__all__ = ["main"]
+__all__ = ["dispatch", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-DESCRIPTION = """\
-Run AI-agent tool calls through a policy pipeline of installed plugins.
-
-The project's harness.toml (in --project, default: the current folder) and the user file
-compose the configuration; plugins come from the "harness" entry points.
-"""
-
-EPILOG = """\
-exit status: 0 success or allowed, 1 a call failed or was denied, 2 usage or configuration error.
-
-examples:
-  harness plugins                       what is loaded, from which distribution, in which order
-  harness tools --json                  the tool schemas exactly as the model sees them
-  harness call echo '{"text": "hi"}'    one call, with a pending card and a result card
-  harness call bash '{"command": "rm -rf /"}' --dry-run
-                                        what policy would decide, without running anything
-  harness run calls.jsonl               a batch: one {"name", "arguments", "id"?} per line
-  harness config show --origin          the effective configuration and where each value came from
-  harness log --follow                  the newest session log as readable cards
-
-environment:
-  HARNESS_LOAD_PLUGINS   comma list of entry-point names to load (empty: none); unset: all
-  HARNESS_USER_CONFIG    path of the user config file (empty: none)
-"""
 
 
 class UsageError(Exception):
     """A bad argument or input file: reported on stderr with exit status 2."""
-
-
-# --- Parsing ------------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="harness",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--project", "-C", metavar="DIR", default=".", help="project folder holding harness.toml (default: .)")
-    parser.add_argument(
-        "-c",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="override a config value, e.g. -c approval.policy=never (TOML value; repeatable)",
-    )
-    parser.add_argument("--no-user-config", action="store_true", help="ignore the user config file")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    plugins = commands.add_parser("plugins", help="list plugins: distribution, version, hooks and chain positions")
-    plugins.add_argument("--json", action="store_true", help="machine-readable output")
-
-    tools = commands.add_parser("tools", help="show the tool schemas as the model would see them")
-    tools.add_argument("--json", action="store_true", help="machine-readable output")
-
-    call = commands.add_parser(
-        "call",
-        help="run one call through the pipeline",
-        description="Run one call through the pipeline and print a pending card and a result card.",
-    )
-    call.add_argument("name", help="tool name")
-    call.add_argument("arguments", nargs="?", default="{}", metavar="ARGS_JSON", help="arguments as JSON (default: {})")
-    call.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    call.add_argument("--dry-run", action="store_true", help="run pre-execute, approval and guards only; never the body")
-    call.add_argument("--agent", default="cli", help="agent the call runs for (approval routes by it; default: cli)")
-
-    run = commands.add_parser(
-        "run",
-        help="run a JSONL batch of calls",
-        description='Run a batch of calls, one JSON object {"name", "arguments", "id"?} per line, '
-        "through execute_batch. The whole file is checked before anything runs.",
-    )
-    run.add_argument("file", type=Path, help="the .jsonl file")
-    run.add_argument("--json", action="store_true", help="print one JSON result per line instead of the table")
-    run.add_argument("--agent", default="cli", help="agent the calls run for (default: cli)")
-    run.add_argument("--max-parallel", type=int, default=10, help="concurrency-safe calls overlapping at most (default: 10)")
-
-    commands.add_parser("doctor", help="what loads, what is blocked or failing, unimplemented hooks, warnings")
-
-    docs = commands.add_parser("docs", help="regenerate the generated docs (pipeline graph, tool catalog)")
-    docs.add_argument("--check", action="store_true", help="fail (exit 1) when the files on disk are stale")
-    docs.add_argument("--out", type=Path, default=None, help="folder to write to (default: PROJECT/docs)")
-
-    config = commands.add_parser("config", help="show, check or initialise the configuration")
-    config_commands = config.add_subparsers(dest="config_command", metavar="ACTION")
-    show = config_commands.add_parser("show", help="print the effective configuration")
-    show.add_argument("--origin", action="store_true", help="say where each value came from")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
-    config_commands.add_parser("check", help="validate; exit 2 on any problem")
-    init = config_commands.add_parser("init", help="write a commented starter harness.toml")
-    init.add_argument("--force", action="store_true", help="overwrite an existing harness.toml")
-
-    presets = commands.add_parser("presets", help="list the presets with their effective settings")
-    presets.add_argument("--json", action="store_true", help="machine-readable output")
-
-    log = commands.add_parser("log", help="show a session log as readable cards")
-    log.add_argument("session", nargs="?", help="session id, a unique prefix of one, or a .jsonl path (default: newest)")
-    log.add_argument("--json", action="store_true", help="print the raw JSON lines")
-    log.add_argument("--follow", "-f", action="store_true", help="keep printing new events as they are appended")
-    return parser
 
 
 # --- Helpers ------------------------------------------------------------------------------------
@@ -138,13 +38,13 @@ def _err(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _open(args: argparse.Namespace, *, events: bool = False) -> Harness:
+def _open(args: argparse.Namespace, *, events: bool = False, configure: bool = True) -> Harness:
     """Build the Harness for the project: files, overrides, entry points, session log."""
     from .config import ConfigSource
     from .host import Harness
 
     source = ConfigSource.for_project(args.project, args.overrides, user_file=not args.no_user_config)
-    harness = Harness(config=source, load_entrypoints=True)
+    harness = Harness(config=source, load_entrypoints=True, configure=configure)
     if events and harness.config.section("session").log:
         from .session_log import SessionLog
 
@@ -154,9 +54,14 @@ def _open(args: argparse.Namespace, *, events: bool = False) -> Harness:
 
 
 def _close(harness: Harness) -> None:
-    import anyio
+    """Always close; start an event loop only when some plugin has something to close."""
+    if harness.plugin_manager.hook.harness_close.get_hookimpls():
+        import anyio
 
-    anyio.run(harness.aclose)
+        anyio.run(harness.aclose)
+    else:
+        for _name, plugin in reversed(harness.plugins()):
+            harness.unregister(plugin)
 
 
 def _text(result: ToolResult) -> str:
@@ -196,7 +101,8 @@ def _parse_arguments(raw: str) -> Any:
 def cmd_plugins(args: argparse.Namespace) -> int:
     from . import hookspecs
 
-    harness = _open(args)
+    # Listing plugins needs no configuration: skipping it keeps this command quick.
+    harness = _open(args, configure=False)
     try:
         spec_names = [name for name in vars(hookspecs) if callable(getattr(hookspecs, name)) and hasattr(getattr(hookspecs, name), "harness_spec")]
         positions: dict[str, dict[str, str]] = {}
@@ -666,11 +572,18 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``harness`` command; returns the exit status."""
+    from harness_cli import build_parser
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    return dispatch(args)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run a parsed command; map usage and configuration errors to exit status 2."""
     from .errors import HarnessError
 
     try:
@@ -687,7 +600,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> NoReturn:
     """Console-script wrapper: exit with :func:`main`'s status."""
     sys.exit(main())
-
-
-if __name__ == "__main__":
-    run()

@@ -8,7 +8,7 @@ of every layer, so no later layer or preset can remove an entry. Every leaf reme
 came from, so errors name the file and ``harness config show --origin`` can tell.
 
 Each section is validated by a pydantic model (``extra="forbid"``): the core's own (``plugins``,
-``session``) and one per plugin, registered through ``harness_register_config``. Presets come from
+``session``, in :mod:`harness_core.sections`) and one per plugin, registered through ``harness_register_config``. Presets come from
 plugins (``harness_register_presets``) and from ``[presets.NAME]`` tables in the files.
 """
 
@@ -34,10 +34,10 @@ __all__ = [
     "DenyList",
     "GrowOnly",
     "HarnessConfig",
-    "PluginsSection",
+    "PluginSettings",
     "Preset",
-    "SessionSection",
     "compose",
+    "core_sections",
     "effective_preset",
     "user_config_path",
 ]
@@ -58,35 +58,27 @@ class GrowOnly:
 DenyList = Annotated[list[str], GrowOnly()]
 
 
-class PluginsSection(pydantic.BaseModel):
-    """The [plugins] section: which plugins must load, which never load, and their order."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PluginSettings:
+    """``[plugins]`` as discovery needs it, read before any plugin (or pydantic model) is loaded.
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    The same section is validated again, with everything else, by ``PluginsSection`` when the
+    configuration is composed; this early read only checks what discovery relies on.
+    """
 
-    require: list[str] = pydantic.Field(
-        default_factory=list, description="entry-point names that must load, or the harness refuses to start"
-    )
-    block: DenyList = pydantic.Field(default_factory=list, description="entry-point names that are never imported")
-    order: list[str] = pydantic.Field(
-        default_factory=list,
-        description="pin the registration order: these first, in this order, the rest sorted by name",
-    )
-    modules: list[str] = pydantic.Field(
-        default_factory=list,
-        description='plugins loaded by import path, "package.module" or "package.module:attribute"',
-    )
+    require: tuple[str, ...] = ()
+    block: tuple[str, ...] = ()
+    order: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
 
 
-class SessionSection(pydantic.BaseModel):
-    """The [session] section: where the session log goes."""
+def core_sections() -> dict[str, type[pydantic.BaseModel]]:
+    """The core's own sections, ``[plugins]`` and ``[session]`` (imported on first use: defining
+    pydantic models is what makes start-up slow, and ``harness --help`` or ``harness plugins``
+    never need them)."""
+    from .sections import PluginsSection, SessionSection
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-    log: bool = pydantic.Field(default=True, description="append session events to a JSONL file")
-    dir: str = pydantic.Field(default=".harness/sessions", description="session log folder, relative to the project")
-
-
-CORE_SECTIONS: dict[str, type[pydantic.BaseModel]] = {"plugins": PluginsSection, "session": SessionSection}
+    return {"plugins": PluginsSection, "session": SessionSection}
 
 
 # --- Errors -----------------------------------------------------------------------------------
@@ -226,7 +218,7 @@ class ConfigSource:
             layers.append(Layer("-c", override_data))
         return cls(layers=tuple(layers), project_dir=directory, project_file=project_path, user_file=user_path)
 
-    def plugin_settings(self) -> PluginsSection:
+    def plugin_settings(self) -> PluginSettings:
         """``[plugins]`` from the files and overrides alone (presets cannot load or block plugins)."""
         merged: dict[str, Any] = {}
         origins: dict[tuple[str, ...], str] = {}
@@ -234,7 +226,25 @@ class ConfigSource:
             section = layer.data.get("plugins")
             if section is not None:
                 _merge(merged, {"plugins": section}, frozenset({("plugins", "block")}), origins, layer.label)
-        return _validate_sections(merged, {"plugins": PluginsSection}, origins)["plugins"]  # type: ignore[return-value]
+        section = merged.get("plugins", {})
+        if not isinstance(section, dict):
+            raise _fail(_origin_of(("plugins",), origins), "plugins", "must be a table")
+        problems: list[ConfigProblem] = []
+        values: dict[str, tuple[str, ...]] = {}
+        for key, value in section.items():
+            where = _origin_of(("plugins", key), origins)
+            if key not in PluginSettings.__dataclass_fields__:
+                known = ", ".join(PluginSettings.__dataclass_fields__)
+                problems.append(ConfigProblem(file=where, key=f"plugins.{key}", problem="unknown key", fix=f"keys of [plugins]: {known}"))
+            elif not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+                problems.append(
+                    ConfigProblem(file=where, key=f"plugins.{key}", problem=f"must be a list of names, got {value!r}")
+                )
+            else:
+                values[key] = tuple(value)
+        if problems:
+            raise ConfigError(problems)
+        return PluginSettings(**values)
 
 
 # --- Presets --------------------------------------------------------------------------------------
@@ -471,7 +481,7 @@ def compose(
     plugin_presets: Mapping[str, Preset],
 ) -> HarnessConfig:
     """Build the effective configuration from the layers, the sections and the presets."""
-    all_sections = {**CORE_SECTIONS, **sections}
+    all_sections = {**core_sections(), **sections}
     grow_only = grow_only_paths(all_sections)
     presets = {**plugin_presets, **_presets_from_files(source, plugin_presets)}
 

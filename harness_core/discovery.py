@@ -16,14 +16,13 @@ import inspect
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Literal
 
-from importlib_metadata import EntryPoint, entry_points
-
-from .config import PluginsSection
+from .config import PluginSettings
 from .errors import HarnessError
 from .hookspecs import PROJECT_NAME
 
@@ -74,12 +73,12 @@ def _instantiate(obj: Any) -> Any:
     return obj() if inspect.isclass(obj) else obj
 
 
-def _ordered(found: list[EntryPoint], pinned: list[str]) -> list[EntryPoint]:
+def _ordered(found: list[EntryPoint], pinned: Sequence[str]) -> list[EntryPoint]:
     rank = {name: index for index, name in enumerate(pinned)}
     return sorted(found, key=lambda ep: (rank.get(ep.name, len(rank)), ep.name, ep.dist.name if ep.dist else ""))
 
 
-def discover_plugins(settings: PluginsSection, register: Callable[[object, str], object]) -> list[PluginRecord]:
+def discover_plugins(settings: PluginSettings, register: Callable[[object, str], object]) -> list[PluginRecord]:
     """Load the ``harness`` entry points allowed by ``settings`` and the environment.
 
     ``register(plugin, name)`` is called for each plugin that loads, in order. Returns a record per
@@ -127,7 +126,7 @@ def discover_plugins(settings: PluginsSection, register: Callable[[object, str],
     return records
 
 
-def _check_required(settings: PluginsSection, records: list[PluginRecord]) -> None:
+def _check_required(settings: PluginSettings, records: list[PluginRecord]) -> None:
     by_name = {record.name: record for record in records}
     problems: list[str] = []
     for name in settings.require:
@@ -148,7 +147,7 @@ def _check_required(settings: PluginsSection, records: list[PluginRecord]) -> No
 
 
 def load_module_plugins(
-    settings: PluginsSection, register: Callable[[object, str], object], project_dir: Path | None = None
+    settings: PluginSettings, register: Callable[[object, str], object], project_dir: Path | None = None
 ) -> list[PluginRecord]:
     """Load ``[plugins] modules`` (``package.module`` or ``package.module:attribute``); any failure is fatal.
 

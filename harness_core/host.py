@@ -340,7 +340,8 @@ class Harness:
     outer waterfall listener). ``load_entrypoints=True`` also loads the ``harness`` entry points
     (see :mod:`harness_core.discovery`). ``config`` is a ``ConfigSource`` (files and overrides,
     ``ConfigSource.for_project(dir)``), a plain mapping (one layer, handy in tests) or ``None``.
-    ``events`` receives session events (``None``: discarded).
+    ``events`` receives session events (``None``: discarded). ``configure=False`` stops after
+    registering the plugins (no configuration, no tools): enough to list what loads, quickly.
 
     Start-up order: register plugins → check hook names → compose and validate the configuration
     (sections and presets from ``harness_register_config`` / ``harness_register_presets``) →
@@ -354,6 +355,7 @@ class Harness:
         config: ConfigSource | Mapping[str, Any] | None = None,
         load_entrypoints: bool = False,
         events: EventSink | None = None,
+        configure: bool = True,
     ) -> None:
         self._pm = _PluginManager()
         self._hooks = HookCalls(self._pm)
@@ -375,12 +377,22 @@ class Harness:
             self.discovery += discover_plugins(settings, self._register_plugin)
         self.discovery += load_module_plugins(settings, self._register_plugin, self.source.project_dir)
         self._check_pending()
-        #: The effective, validated configuration.
-        self.config: HarnessConfig = self._compose()
+        self._config: HarnessConfig | None = None
+        if not configure:
+            # Discovery only (``harness plugins``): no configuration, no tools, nothing to run.
+            return
+        self._config = self._compose()
         for name, plugin in self.plugins():
             self._configure(name, plugin)
         for name, plugin in self.plugins():
             self._collect_tools(name, plugin)
+
+    @property
+    def config(self) -> HarnessConfig:
+        """The effective, validated configuration."""
+        if self._config is None:
+            raise HarnessError("this Harness was created with configure=False: it has no configuration")
+        return self._config
 
     # --- plugins ------------------------------------------------------------------------------
 
@@ -395,7 +407,7 @@ class Harness:
         try:
             self._check_pending()
             if self._impls("harness_register_config", plugin) or self._impls("harness_register_presets", plugin):
-                self.config = self._compose()
+                self._config = self._compose()
             self._configure(plugin_name, plugin)
             self._collect_tools(plugin_name, plugin)
         except BaseException:

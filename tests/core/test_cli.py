@@ -248,10 +248,12 @@ def test_config_without_an_action_is_a_usage_error(workspace, capsys):
 def test_plugins_json_lists_hooks_and_chain_positions(workspace, capsys):
     assert run_cli("plugins", "--json") == 0
     rows = json.loads(capsys.readouterr().out)
-    by_suffix = {row["name"].split(":")[1]: row for row in rows}
-    assert by_suffix["NoSecrets"]["hooks"] == {"tools_pre_execute": "1/1"}
-    assert by_suffix["Tools"]["hooks"] == {"harness_register_tools": "1/1"}
-    assert all(row["status"] == "loaded" for row in rows)
+    local = {row["name"].split(":")[1]: row for row in rows if ":" in row["name"]}
+    assert local["NoSecrets"]["hooks"] == {"tools_pre_execute": "1/1"}
+    assert local["Tools"]["hooks"] == {"harness_register_tools": "1/1"}
+    assert all(row["status"] == "loaded" for row in local.values())
+    # Installed entry points left out by HARNESS_LOAD_PLUGINS="" are listed too, never imported.
+    assert all(row["status"] == "not-allowed" for row in rows if ":" not in row["name"])
 
 
 def test_a_missing_required_plugin_refuses_to_start(workspace, capsys):

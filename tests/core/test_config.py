@@ -93,7 +93,7 @@ def test_deny_lists_only_grow_no_later_layer_can_remove_an_entry(tmp_path):
 
 def test_blocked_plugins_only_grow_across_user_and_project_files(tmp_path):
     source = project(tmp_path, '[plugins]\nblock = ["jobs"]\n', user='[plugins]\nblock = ["sandbox"]\n')
-    assert source.plugin_settings().block == ["sandbox", "jobs"]
+    assert source.plugin_settings().block == ("sandbox", "jobs")
 
 
 def test_users_define_presets_that_extend_shipped_ones(tmp_path):

@@ -47,7 +47,8 @@ def fake_plugins(tmp_path, monkeypatch):
         {marker: f"import pathlib\npathlib.Path({str(tmp_path / 'imported')!r}).write_text('yes')\n" + GOOD},
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delenv("HARNESS_LOAD_PLUGINS", raising=False)
+    # Only the fake plugins: whatever else is installed in this environment stays out.
+    monkeypatch.setenv("HARNESS_LOAD_PLUGINS", "alpha,zeta,marker,broken")
     return tmp_path
 
 
@@ -60,6 +61,7 @@ def test_plugins_register_sorted_by_name_and_a_failed_import_is_skipped_with_a_w
         harness = Harness(load_entrypoints=True)
     assert names(harness) == ["alpha", "marker", "zeta"]
     failed = [record for record in harness.discovery if record.status == "failed"]
+    assert [record.name for record in harness.discovery if record.status == "loaded"] == ["alpha", "marker", "zeta"]
     assert [record.name for record in failed] == ["broken"]
     assert failed[0].distribution == "harness-broken" and failed[0].version == "1.0"
     assert "ImportError: needs libfoo" in failed[0].error

@@ -1,0 +1,108 @@
+"""Cold-start time of the `harness` command against importing its own dependencies, same run.
+
+Baseline: `python -c "import pluggy, pydantic, anyio"` (what any pluggy/pydantic host pays).
+Measured: `harness --help` (goal ≤ 1.5× the baseline) and `harness plugins` with every plugin of
+the workspace installed (goal ≤ 2×). Each figure is the median of many fresh processes, run
+interleaved. ``--write`` records the figures in docs/performance.md.
+
+    python bench/startup.py [--runs 15] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTION = "## Start-up (`bench/startup.py`)"
+
+
+def harness_command() -> list[str]:
+    script = shutil.which("harness", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "harness_cli"]
+
+
+def timed(command: list[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    completed = subprocess.run(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if completed.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({completed.returncode}): {completed.stderr.decode()[-500:]}")
+    return elapsed * 1000
+
+
+def measure(runs: int) -> dict[str, float]:
+    env = dict(os.environ, HARNESS_USER_CONFIG="")
+    env.pop("HARNESS_LOAD_PLUGINS", None)
+    harness = harness_command()
+    commands = {
+        "baseline": [sys.executable, "-c", "import pluggy, pydantic, anyio"],
+        "help": [*harness, "--help"],
+        "plugins": [*harness, "plugins"],
+    }
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    with tempfile.TemporaryDirectory() as project:
+        for name, command in commands.items():
+            timed(command, env, project)  # warm the file-system caches once
+        for _ in range(runs):
+            for name, command in commands.items():
+                samples[name].append(timed(command, env, project))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def plugin_count() -> int:
+    from importlib.metadata import entry_points
+
+    return len(list(entry_points(group="harness")))
+
+
+def report(figures: dict[str, float], runs: int) -> str:
+    base = figures["baseline"]
+    help_ratio, plugins_ratio = figures["help"] / base, figures["plugins"] / base
+    lines = [
+        SECTION,
+        "",
+        f"Median of {runs} fresh processes each, interleaved; {plugin_count()} plugin entry point(s) installed.",
+        "",
+        "| command | ms | ratio to baseline | goal |",
+        "|---|---|---|---|",
+        f'| baseline: `python -c "import pluggy, pydantic, anyio"` | {base:.0f} | 1.00 | — |',
+        f"| `harness --help` | {figures['help']:.0f} | {help_ratio:.2f} | ≤ 1.5 |",
+        f"| `harness plugins` | {figures['plugins']:.0f} | {plugins_ratio:.2f} | ≤ 2 |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(text: str) -> None:
+    path = ROOT / "docs" / "performance.md"
+    existing = path.read_text(encoding="utf-8") if path.exists() else "# Performance\n\n"
+    head, _, tail = existing.partition(SECTION)
+    rest = ""
+    if tail:
+        after = tail.split("\n## ", 1)
+        rest = "\n## " + after[1] if len(after) > 1 else ""
+    path.write_text(head.rstrip() + "\n\n" + text + rest, encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="processes per command (default 15)")
+    parser.add_argument("--write", action="store_true", help="record the figures in docs/performance.md")
+    options = parser.parse_args()
+    text = report(measure(options.runs), options.runs)
+    print(text)
+    if options.write:
+        write_report(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
