@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--project", "-C", metavar="DIR", default=".", help="project folder holding harness.toml (default: .)")
+    parser.add_argument("--project", "-C", metavar="DIR", default=".", help="project folder holding harness.toml; relative FILE arguments are read from it (default: .)")
     parser.add_argument(
         "-c",
         dest="overrides",
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         description='Run a batch of calls, one JSON object {"name", "arguments", "id"?} per line, '
         "through execute_batch. The whole file is checked before anything runs.",
     )
-    run.add_argument("file", type=Path, help="the .jsonl file")
+    run.add_argument("file", type=Path, help="the .jsonl file (relative to the project folder)")
     run.add_argument("--json", action="store_true", help="print one JSON result per line instead of the table")
     run.add_argument("--agent", default="cli", help="agent the calls run for (default: cli)")
     run.add_argument("--max-parallel", type=int, default=10, help="concurrency-safe calls overlapping at most (default: 10)")

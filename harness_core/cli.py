@@ -142,7 +142,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         if not rows:
             _out("no plugins (install some: they register under the \"harness\" entry-point group)")
         for row in rows:
-            origin = f"{row['distribution']} {row['version']}" if row["distribution"] else "(registered directly)"
+            if row["distribution"]:
+                origin = f"{row['distribution']} {row['version']}"
+            elif row["name"] in records:
+                origin = "(from [plugins] modules)"
+            else:
+                origin = "(registered directly)"
             _out(f"{row['name']}  [{row['status']}]  {origin}")
             if row["error"]:
                 _out(_indent(row["error"]))
@@ -210,6 +215,9 @@ def cmd_call(args: argparse.Namespace) -> int:
                 _out(_pending_card(harness, args.name, arguments))
                 reason = f": {verdict.reason}" if verdict.reason else ""
                 _out(f"pre-execute said {verdict.pre_execute}; final decision: {verdict.decision}{reason}")
+            if verdict.decision == "allow" and args.name not in harness.tools:
+                # Policy allows it, but the call itself would fail at dispatch.
+                _err(f'note: no tool "{args.name}" is registered; the call would fail with UNKNOWN_TOOL')
             return EXIT_OK if verdict.decision == "allow" else EXIT_FAILED
         if not args.json:
             _out(_pending_card(harness, args.name, arguments))
@@ -272,7 +280,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .hookspecs import hookimpl
     from .types import ToolCall
 
-    entries = read_batch(args.file)
+    # Like `git -C`, a relative FILE is read from the project folder.
+    entries = read_batch(args.file if args.file.is_absolute() else Path(args.project) / args.file)
     if args.max_parallel < 1:
         raise UsageError("--max-parallel must be at least 1")
     harness = _open(args, events=True)

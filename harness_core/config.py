@@ -462,6 +462,13 @@ class HarnessConfig:
     available_presets: Mapping[str, Preset] = field(default_factory=dict)
     source: ConfigSource | None = None
 
+    @property
+    def project_dir(self) -> Path:
+        """The project folder, absolute (the current folder when the config came from a mapping)."""
+        source = self.source
+        folder = source.project_dir if source is not None and source.project_dir is not None else Path.cwd()
+        return folder.resolve()
+
     def section(self, name: str) -> Any:
         """The validated model of section ``name`` (its defaults when the files do not mention it)."""
         try:
