@@ -34,3 +34,20 @@ def test_the_benchmark_measures_every_configuration_and_reports_the_ratio(tmp_pa
     assert "intro" in written and "## Pipeline overhead" in written and "kept" in written
     bench.write_report(text)  # rewriting replaces the section instead of appending a second one
     assert (tmp_path / "docs" / "performance.md").read_text().count("## Pipeline overhead") == 1
+
+
+def load_startup():
+    path = BENCH.with_name("startup.py")
+    spec = importlib.util.spec_from_file_location("startup_bench", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_startup_benchmark_runs_every_command_and_reports_ratios():
+    bench = load_startup()
+    figures = bench.measure(1)
+    assert set(figures) == {"baseline", "help", "plugins"} and all(value > 0 for value in figures.values())
+    text = bench.report(figures, 1)
+    assert "`harness --help`" in text and "`harness plugins`" in text
