@@ -164,3 +164,53 @@ async def test_unnamed_plugins_get_readable_names_that_errors_can_quote():
     harness.tools.register(make_echo(body))
     result = await harness.execute(ToolCall(call_id="c1", name="echo", arguments={}))
     assert result.error.message.startswith('plugin "test_unnamed_plugins_get_readable_names_that_errors_can_quote.<locals>.Sloppy#2" returned str')
+
+
+@pytest.mark.anyio
+async def test_close_runs_in_reverse_registration_order_and_a_failure_skips_nothing(caplog):
+    from harness_core import CloseError
+
+    closed: list[str] = []
+
+    class Closer:
+        def __init__(self, name: str, fail: bool = False) -> None:
+            self.name, self.fail = name, fail
+
+        @hookimpl
+        async def harness_close(self):
+            closed.append(self.name)
+            if self.fail:
+                raise RuntimeError(f"{self.name} could not stop its worker")
+
+    class SyncCloser:
+        @hookimpl
+        def harness_close(self):
+            closed.append("sync")
+
+    harness = Harness(plugins=[Closer("first"), SyncCloser(), Closer("middle", fail=True), Closer("last")])
+    with pytest.raises(CloseError) as caught:
+        await harness.aclose()
+    assert closed == ["last", "middle", "sync", "first"]
+    assert "middle could not stop its worker" in str(caught.value) and len(caught.value.failures) == 1
+    assert "failed to close" in caplog.text
+    assert harness.plugins() == []
+    await harness.aclose()  # a second close does nothing and raises nothing
+    assert closed == ["last", "middle", "sync", "first"]
+
+
+def test_the_cli_always_closes_its_harness(tmp_path, monkeypatch, capsys):
+    import uuid
+
+    from harness_core.cli import main
+
+    module = f"closing_{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "closed"
+    (tmp_path / f"{module}.py").write_text(
+        "from pathlib import Path\nfrom harness_core import hookimpl\n"
+        f"class P:\n    @hookimpl\n    def harness_close(self):\n        Path({str(marker)!r}).write_text('yes')\n"
+    )
+    (tmp_path / "harness.toml").write_text(f'[plugins]\nmodules = ["{module}:P"]\n')
+    monkeypatch.setenv("HARNESS_USER_CONFIG", "")
+    monkeypatch.setenv("HARNESS_LOAD_PLUGINS", "")
+    assert main(["-C", str(tmp_path), "call", "nothing-here"]) == 1
+    assert marker.read_text() == "yes"
