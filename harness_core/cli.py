@@ -363,7 +363,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         missing = [name for name in spec_names if not getattr(harness.plugin_manager.hook, name).get_hookimpls()]
         if missing:
             _out("hooks no plugin implements (the core default applies): " + ", ".join(missing))
-        warnings = doctor_warnings(harness)
+        warnings = harness.warnings()
         for warning in warnings:
             _out(f"warning: {warning}")
         config = harness.config
@@ -382,20 +382,6 @@ def _config_files(harness: Harness) -> list[str]:
     if source is None:
         return []
     return [str(path) for path in (source.user_file, source.project_file) if path is not None]
-
-
-def doctor_warnings(harness: Harness) -> list[str]:
-    """What deserves a look even though the harness starts."""
-    warnings = []
-    provided = harness.provided()
-    if "timeout_ms" not in provided:
-        for definition in harness.tools:
-            if definition.timeout_ms is not None:
-                warnings.append(
-                    f'tool "{definition.name}" declares timeout_ms={definition.timeout_ms:g} but no plugin enforces it '
-                    "(install the timeout policy plugin)"
-                )
-    return warnings
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
@@ -522,12 +508,15 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from .config import ConfigSource
     from .errors import HarnessError
     from .session_log import find_session, follow_session, read_session, render_card
 
-    source = ConfigSource.for_project(args.project, args.overrides, user_file=not args.no_user_config)
-    directory = Path(args.project) / _session_dir(source)
+    # The log folder may come from any layer, presets included, so compose the configuration.
+    harness = _open(args)
+    try:
+        directory = Path(args.project) / harness.config.section("session").dir
+    finally:
+        _close(harness)
     try:
         path = find_session(directory, args.session)
     except HarnessError as exc:
@@ -554,16 +543,6 @@ def cmd_log(args: argparse.Namespace) -> int:
     for event in read.events:
         show(event)
     return EXIT_OK
-
-
-def _session_dir(source: Any) -> str:
-    # The log folder is a core setting, so it can be read without loading any plugin.
-    directory = ".harness/sessions"
-    for layer in source.layers:
-        session = layer.data.get("session")
-        if isinstance(session, dict) and isinstance(session.get("dir"), str):
-            directory = session["dir"]
-    return directory
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

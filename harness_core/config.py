@@ -350,10 +350,14 @@ def _merge(
             if here in grow_only and isinstance(value, list):
                 current = target.get(key)
                 united = list(current) if isinstance(current, list) else []
-                united += [item for item in value if item not in united]
-                target[key] = united
+                added = [item for item in value if item not in united]
+                target[key] = united + added
                 previous = origins.get(here)
-                origins[here] = label if previous is None or previous == "default" else f"{previous} + {label}"
+                if previous is None or previous == "default":
+                    origins[here] = label
+                elif added:
+                    # Only a layer that contributed entries is named as an origin of the list.
+                    origins[here] = f"{previous} + {label}"
             elif isinstance(value, dict) and isinstance(target.get(key), dict):
                 stack.append((target[key], value, here))
             else:

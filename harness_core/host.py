@@ -386,6 +386,8 @@ class Harness:
             self._configure(name, plugin)
         for name, plugin in self.plugins():
             self._collect_tools(name, plugin)
+        for warning in self.warnings():
+            logger.warning("%s", warning)
 
     @property
     def config(self) -> HarnessConfig:
@@ -480,6 +482,22 @@ class Harness:
             capabilities.update(impl.function() or ())
         return capabilities
 
+    def warnings(self) -> list[str]:
+        """What deserves a look although the harness starts (logged at start-up, listed by doctor).
+
+        Today: a tool that declares ``timeout_ms`` while no plugin provides ``"timeout_ms"``, since
+        the core itself never enforces a deadline.
+        """
+        found = []
+        if "timeout_ms" not in self.provided():
+            for definition in self.tools:
+                if definition.timeout_ms is not None:
+                    found.append(
+                        f'tool "{definition.name}" declares timeout_ms={definition.timeout_ms:g} but no plugin '
+                        "enforces it (install the timeout policy plugin)"
+                    )
+        return found
+
     def unregister(self, plugin: object) -> None:
         """Remove a plugin and the tools it registered."""
         plugin_name = self._pm.get_name(plugin)
@@ -521,8 +539,9 @@ class Harness:
     async def dry_run(self, call: ToolCall) -> DryRun:
         """What policy would decide for ``call`` (pre-execute, approval, guards); the body never runs.
 
-        Nothing is recorded: no ``tools_result``, no session events. An ask does reach the
-        approval service, as it would for a real call.
+        No ``tools_result`` fires and no ``tool/call`` or ``tool/result`` event is recorded. An ask
+        does reach the approval service, as it would for a real call, and is audited like any
+        other (``approval/asked``, ``approval/decided``): a human was asked.
         """
         return await self._pipeline.dry_run(call)
 

@@ -119,5 +119,5 @@ def test_the_guide_has_an_example_that_runs_a_call_end_to_end() -> None:
 @pytest.mark.parametrize(("line", "code"), GUIDE_BLOCKS, ids=[f"pipeline.md:{line}" for line, _ in GUIDE_BLOCKS])
 def test_every_python_example_in_the_guide_runs(line: int, code: str) -> None:
     # Padding keeps the line numbers of a traceback those of the Markdown file.
-    compiled = compile("\n" * (line - 1) + code, str(GUIDE), "exec")
+    compiled = compile("\n" * (line - 1) + code, str(GUIDE), "exec", dont_inherit=True)
     exec(compiled, {"__name__": f"pipeline_md_example_{line}"})
