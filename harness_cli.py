@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-__all__ = ["build_parser", "main", "run"]
+__all__ = ["CORE_COMMANDS", "build_parser", "command_word", "main", "run"]
 
 DESCRIPTION = """\
 Run AI-agent tool calls through a policy pipeline of installed plugins.
@@ -37,10 +37,16 @@ examples:
 environment:
   HARNESS_LOAD_PLUGINS   comma list of entry-point names to load (empty: none); unset: all
   HARNESS_USER_CONFIG    path of the user config file (empty: none)
+
+plugins may add commands (for example `harness approvals`); `harness plugins` lists what is installed.
 """
 
 
 # --- Parsing ------------------------------------------------------------------------------------
+
+
+#: The commands the core itself implements; any other word is looked up among plugin commands.
+CORE_COMMANDS = frozenset({"plugins", "tools", "call", "run", "doctor", "docs", "config", "presets", "log"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,9 +121,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Global options that take a value, so the command word can be found without parsing.
+_VALUED_OPTIONS = frozenset({"-C", "--project", "-c"})
+
+
+def command_word(argv: Sequence[str]) -> str | None:
+    """The first word that is not a global option: the command (``None`` if there is none)."""
+    words = iter(argv)
+    for word in words:
+        if word in _VALUED_OPTIONS:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the command; returns the exit status (0, 1 or 2)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    word = command_word(argv)
+    if word is not None and word not in CORE_COMMANDS:
+        # Not a core command: plugins may add it (harness_register_commands), so load them.
+        from harness_core.cli import plugin_command
+
+        return plugin_command(parser, argv, word)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

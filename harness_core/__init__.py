@@ -15,6 +15,7 @@ The hook specifications, with what each stage may and must not do, are in
 ``harness_core.hookspecs``; docs/pipeline.md walks through them with an example per hook.
 """
 
+from .chain import call_waterfall
 from .config import ConfigError, ConfigSource, DenyList, HarnessConfig
 from .discovery import PluginLoadError
 from .errors import (
@@ -105,6 +106,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "UNSET",
+    "call_waterfall",
     "hookimpl",
     "hookspec",
     "tool",

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 import pluggy
 
-__all__ = ["Link", "Waterfall", "links_of"]
+__all__ = ["Link", "Waterfall", "call_waterfall", "links_of"]
 
 T = TypeVar("T")
 
@@ -99,3 +99,21 @@ class Waterfall(Generic[T]):
             # A plain ``def`` impl may ``return call_next()``: the coroutine is awaited here.
             result = await result
         return self._check(result, link)
+
+
+def _any(result: Any, link: Link) -> Any:
+    return result
+
+
+async def call_waterfall(
+    hook_caller: pluggy.HookCaller, terminal: Callable[[], Awaitable[T]], **arguments: Any
+) -> T:
+    """Run a plugin's own waterfall hook, the core's way: outermost impl first, ``call_next``.
+
+    For hooks a plugin adds with its own hookspecs (an approval answerer chain, say). The chain is
+    built on each call, which suits hooks that fire rarely; ``arguments`` are the spec's
+    arguments except ``call_next``, in the spec's order.
+    """
+    parameters = (*arguments, "call_next")
+    waterfall: Waterfall[T] = Waterfall(hook_caller.name, parameters, links_of(hook_caller), _any)
+    return await waterfall.run(tuple(arguments.values()), terminal)

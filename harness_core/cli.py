@@ -558,16 +558,84 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+def plugin_command(core_parser: argparse.ArgumentParser, argv: list[str], word: str) -> int:
+    """Run a command a plugin registered through ``harness_register_commands``."""
+    from .errors import HarnessError
+
+    globals_only, _rest = _global_options(core_parser).parse_known_args(argv)
+    globals_only.command = word
+    try:
+        harness = _open(globals_only, events=True)
+    except HarnessError as exc:
+        _err(f"harness {word}: error: {exc}")
+        return EXIT_USAGE
+    try:
+        commands = plugin_commands(harness)
+        if word not in commands:
+            known = sorted(set(commands) | _core_command_names())
+            _err(f"harness: error: unknown command {word!r}; commands: {', '.join(known)}")
+            return EXIT_USAGE
+        parser = argparse.ArgumentParser(prog="harness", parents=[_global_options(core_parser)], add_help=True)
+        subcommands = parser.add_subparsers(dest="command", metavar="COMMAND")
+        for name, command in commands.items():
+            sub = subcommands.add_parser(name, help=command["help"], description=command["help"])
+            command["setup"](sub)
+        args = parser.parse_args(argv)
+        try:
+            return int(commands[word]["run"](args, harness))
+        except UsageError as exc:
+            _err(f"harness {word}: error: {exc}")
+            return EXIT_USAGE
+        except HarnessError as exc:
+            _err(f"harness {word}: error: {exc}")
+            return EXIT_USAGE
+    finally:
+        _close(harness)
+
+
+def _core_command_names() -> set[str]:
+    from harness_cli import CORE_COMMANDS
+
+    return set(CORE_COMMANDS)
+
+
+def _global_options(core_parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """A parser with only the core's global options (-C, -c, --no-user-config)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    for action in core_parser._actions:  # argparse offers no public way to copy options
+        if action.option_strings and action.dest not in ("help",) and not isinstance(action, argparse._SubParsersAction):
+            parser._add_action(action)
+    return parser
+
+
+def plugin_commands(harness: Harness) -> dict[str, dict[str, Any]]:
+    """Commands registered by plugins: name → {help, setup, run}; core names are refused."""
+    from .errors import PluginRefusedError
+
+    commands: dict[str, dict[str, Any]] = {}
+    for impl in harness.plugin_manager.hook.harness_register_commands.get_hookimpls():
+
+        def register(
+            name: str,
+            *,
+            help: str,
+            setup: Callable[[argparse.ArgumentParser], None],
+            run: Callable[[argparse.Namespace, Harness], int],
+            _plugin: str = impl.plugin_name,
+        ) -> None:
+            if name in _core_command_names() or name in commands:
+                raise PluginRefusedError(f'plugin "{_plugin}" registered the command "{name}", which is taken')
+            commands[name] = {"help": help, "setup": setup, "run": run, "plugin": _plugin}
+
+        impl.function(*[register for _ in impl.argnames])
+    return commands
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``harness`` command; returns the exit status."""
-    from harness_cli import build_parser
+    from harness_cli import main as cli_main
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return EXIT_USAGE
-    return dispatch(args)
+    return cli_main(argv)
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from .config import HarnessConfig
+    from .host import Harness
     from .registry import ToolDefinition
     from .types import (
         ApprovalOutcome,
@@ -82,14 +83,28 @@ def harness_register_presets(register: Callable[..., None]) -> None:
 
 
 @hookspec
-def harness_configure(config: HarnessConfig) -> None:
+def harness_configure(config: HarnessConfig, harness: Harness) -> None:
     """Receive the effective, validated configuration (read your section with ``config.section(name)``).
 
     When: once per plugin, after the configuration is composed and before any tool is registered.
-    May: keep what it needs from its section on ``self``; raise to refuse to start (the error
-    names the plugin).
+    May: keep what it needs from its section on ``self``; keep ``harness`` to use the host later
+    (its ``events`` sink, ``register`` for helper plugins of its own); raise to refuse to start
+    (the error names the plugin). Take only the arguments you need, as with any hook.
     Must not: be ``async def``; change the configuration (it is frozen).
     Default: nothing.
+    """
+
+
+@hookspec
+def harness_register_commands(register: Callable[..., None]) -> None:
+    """Add subcommands to the ``harness`` CLI: ``register(name, help=..., setup=..., run=...)``.
+
+    ``setup(parser)`` adds the command's arguments to an ``argparse`` parser; ``run(args, harness)``
+    runs it with the project's started Harness and returns the exit status (0, 1 or 2).
+    When: when the CLI is given a command the core does not know, after the plugins are loaded.
+    May: register commands named after the plugin (``approvals``, ``jobs``).
+    Must not: register a name a core command has (``call``, ``run``, ``config``, ...).
+    Default: no commands.
     """
 
 

@@ -55,6 +55,7 @@ CORE_RUN_HOOKS = frozenset(
         "harness_configure",
         "harness_provides",
         "harness_close",
+        "harness_register_commands",
         "tools_pre_execute",
         "approval_request",
         "tools_guard",
@@ -76,6 +77,7 @@ SYNC_HOOKS = frozenset(
         "harness_register_presets",
         "harness_configure",
         "harness_provides",
+        "harness_register_commands",
     }
 )
 
@@ -456,9 +458,10 @@ class Harness:
         return compose(self.source, sections, presets)
 
     def _configure(self, name: str, plugin: object) -> None:
+        arguments = {"config": self.config, "harness": self}
         for impl in self._impls("harness_configure", plugin):
             try:
-                impl.function(*[self.config for _ in impl.argnames])
+                impl.function(*[arguments[name] for name in impl.argnames])
             except HarnessError:
                 raise
             except Exception as exc:
