@@ -58,6 +58,19 @@ CallNext: TypeAlias = Callable[[], Awaitable[T]]
 
 
 @hookspec
+def harness_add_hookspecs(add: Callable[[object], None]) -> None:
+    """Add this plugin's own hook specifications: call ``add(module_or_class)``.
+
+    When: right after the plugin is registered, before any hook name is checked, so other plugins
+    may implement the new hooks whatever their registration order.
+    May: add specs marked with ``harness_core.hookspec`` (an approval answerer chain, a sandbox
+    backend); run them with ``call_waterfall`` or through ``harness.plugin_manager.hook``.
+    Must not: redefine a hook the core or another plugin specifies.
+    Default: no hooks added.
+    """
+
+
+@hookspec
 def harness_register_config(register: Callable[[str, type[BaseModel]], None]) -> None:
     """Contribute this plugin's config section: call ``register("name", Model)``.
 

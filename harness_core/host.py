@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from types import CoroutineType, TracebackType
+from types import CoroutineType, ModuleType, TracebackType
 from typing import Any
 
 import pluggy
@@ -50,6 +50,7 @@ logger = logging.getLogger("harness")
 CORE_RUN_HOOKS = frozenset(
     {
         "harness_register_tools",
+        "harness_add_hookspecs",
         "harness_register_config",
         "harness_register_presets",
         "harness_configure",
@@ -73,6 +74,7 @@ SYNC_HOOKS = frozenset(
         "tools_result",
         "tools_change",
         "harness_register_tools",
+        "harness_add_hookspecs",
         "harness_register_config",
         "harness_register_presets",
         "harness_configure",
@@ -424,7 +426,17 @@ class Harness:
         if plugin_name is None:
             raise PluginRefusedError(f"plugin {name or plugin!r} is blocked and was not registered")
         self._tool_disposers[plugin_name] = []
+        for impl in self._impls("harness_add_hookspecs", plugin):
+            try:
+                impl.function(*[self._add_hookspecs for _ in impl.argnames])
+            except BaseException:
+                self._pm.unregister(plugin)
+                raise
         return plugin_name
+
+    def _add_hookspecs(self, specs: ModuleType | type) -> None:
+        self._pm.add_hookspecs(specs)
+        self._hooks.invalidate()
 
     def _impls(self, hook_name: str, plugin: object | None = None) -> list[Any]:
         caller = getattr(self._pm.hook, hook_name)

@@ -1,0 +1,55 @@
+"""Session grants: "this exact call for the rest of the session", keyed by tool and arguments."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Grant", "active_grants", "fingerprint", "new_grant_id"]
+
+GRANT_EVENT = "approval/grant"
+REVOKE_EVENT = "approval/revoke"
+
+
+def fingerprint(arguments: Any) -> str:
+    """A canonical digest of the arguments: key order and whitespace do not matter, values do."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def new_grant_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grant:
+    """One granted call: the tool, the arguments' fingerprint, and the call that was asked about."""
+
+    id: str
+    tool_name: str
+    fingerprint: str
+    call_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "tool_name": self.tool_name, "fingerprint": self.fingerprint, "call_id": self.call_id}
+
+
+def active_grants(events: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Grant]:
+    """Fold ``approval/grant`` and ``approval/revoke`` events (in order) into the grants still active."""
+    grants: dict[str, Grant] = {}
+    for kind, data in events:
+        if kind == GRANT_EVENT:
+            grant = Grant(
+                id=str(data["id"]),
+                tool_name=str(data["tool_name"]),
+                fingerprint=str(data["fingerprint"]),
+                call_id=data.get("call_id"),
+            )
+            grants[grant.id] = grant
+        elif kind == REVOKE_EVENT:
+            grants.pop(str(data.get("id")), None)
+    return grants
