@@ -80,24 +80,6 @@ class AskBeforeSaving:
         return decision
 
 
-class ScriptedApprover:
-    """approval_request: stands in for a human; approves everything but files under drafts/."""
-
-    def __init__(self) -> None:
-        self.paths: dict[str, str] = {}
-
-    @hookimpl
-    def tools_pre_execute(self, execution: Any, call_next: Any) -> Any:
-        # The approval request carries no arguments (by design); remember the path per call id.
-        if execution.name == "save_file" and isinstance(execution.arguments, dict):
-            self.paths[execution.call_id] = str(execution.arguments.get("file_path", ""))
-        return call_next()
-
-    @hookimpl
-    async def approval_request(self, request: Any) -> str:
-        return "rejected" if self.paths.get(request.call_id, "").startswith("drafts/") else "allowed-once"
-
-
 class Timing:
     """tools_post_execute: adds a note to successful lookups, as a policy might add context."""
 
