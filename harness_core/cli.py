@@ -570,7 +570,11 @@ def plugin_command(core_parser: argparse.ArgumentParser, argv: list[str], word: 
         _err(f"harness {word}: error: {exc}")
         return EXIT_USAGE
     try:
-        commands = plugin_commands(harness)
+        try:
+            commands = plugin_commands(harness)
+        except HarnessError as exc:
+            _err(f"harness {word}: error: {exc}")
+            return EXIT_USAGE
         if word not in commands:
             known = sorted(set(commands) | _core_command_names())
             _err(f"harness: error: unknown command {word!r}; commands: {', '.join(known)}")

@@ -214,3 +214,96 @@ def test_the_cli_always_closes_its_harness(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HARNESS_LOAD_PLUGINS", "")
     assert main(["-C", str(tmp_path), "call", "nothing-here"]) == 1
     assert marker.read_text() == "yes"
+
+
+class OwnSpecs:
+    """A plugin hook specification added through harness_add_hookspecs."""
+
+    from harness_core import hookspec as _spec
+
+    @_spec
+    def greeting_chain(self, name, call_next):
+        """A waterfall of greeters."""
+
+
+class SpecOwner:
+    @hookimpl
+    def harness_add_hookspecs(self, add):
+        add(OwnSpecs)
+
+
+class Shout:
+    @hookimpl
+    async def greeting_chain(self, name, call_next):
+        return (await call_next()).upper()
+
+
+class Polite:
+    @hookimpl
+    def greeting_chain(self, name, call_next):
+        return call_next() if name != "boss" else "good morning, boss"
+
+
+@pytest.mark.anyio
+async def test_a_plugin_adds_its_own_waterfall_hook_and_runs_it_with_call_waterfall():
+    from harness_core import call_waterfall
+
+    # Implementations registered before the spec exists are fine: names are checked at the end.
+    harness = Harness(plugins=[Polite(), Shout(), SpecOwner()])
+    hook = harness.plugin_manager.hook.greeting_chain
+
+    async def default():
+        return "hello"
+
+    assert await call_waterfall(hook, default, name="ann") == "HELLO"
+    assert await call_waterfall(hook, default, name="boss") == "GOOD MORNING, BOSS"
+
+
+def test_an_impl_of_a_hook_nobody_specifies_refuses_to_start_unless_optional():
+    with pytest.raises(PluginRefusedError, match="unknown hook 'greeting_chain'"):
+        Harness(plugins=[Shout()])
+
+    class Optional:
+        @hookimpl(optionalhook=True)
+        def greeting_chain(self, name, call_next):
+            return call_next()
+
+    Harness(plugins=[Optional()])
+
+
+def test_a_plugin_command_runs_through_the_cli(tmp_path, monkeypatch, capsys):
+    import uuid
+
+    from harness_core.cli import main
+
+    module = f"commands_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(
+        "from harness_core import hookimpl\n"
+        "class Hello:\n"
+        "    @hookimpl\n"
+        "    def harness_register_commands(self, register):\n"
+        "        def setup(parser):\n"
+        "            parser.add_argument('who')\n"
+        "        def run(args, harness):\n"
+        "            print('hello ' + args.who)\n"
+        "            return 3 if args.who == 'nobody' else 0\n"
+        "        register('hello', help='say hello', setup=setup, run=run)\n"
+        "        register('call', help='taken', setup=setup, run=run)\n"
+    )
+    (tmp_path / "harness.toml").write_text(f'[plugins]\nmodules = ["{module}:Hello"]\n')
+    monkeypatch.setenv("HARNESS_USER_CONFIG", "")
+    monkeypatch.setenv("HARNESS_LOAD_PLUGINS", "")
+    assert main(["-C", str(tmp_path), "hello", "ann"]) == 2  # the plugin also tried to take "call"
+    assert 'registered the command "call", which is taken' in capsys.readouterr().err
+    (tmp_path / f"{module}.py").write_text(
+        (tmp_path / f"{module}.py").read_text().replace("        register('call', help='taken', setup=setup, run=run)\n", "")
+    )
+    import importlib
+    import sys
+
+    sys.modules.pop(module, None)
+    importlib.invalidate_caches()
+    assert main(["-C", str(tmp_path), "hello", "ann"]) == 0
+    assert "hello ann" in capsys.readouterr().out
+    assert main(["-C", str(tmp_path), "nonsense"]) == 2
+    assert "unknown command 'nonsense'" in capsys.readouterr().err
