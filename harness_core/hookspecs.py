@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .config import HarnessConfig
     from .host import Harness
     from .registry import ToolDefinition
+    from .sandbox import ConfinedCommand, SandboxPolicy
     from .types import (
         ApprovalOutcome,
         ApprovalRequest,
@@ -271,6 +272,34 @@ def tools_change() -> None:
     the error reaches whoever registered or unregistered the tool.
     Must not: be ``async def``.
     Default: nothing.
+    """
+
+
+# --- Sandbox seam (services that tools with side effects call; see harness_core.sandbox) -------
+
+
+@hookspec(firstresult=True)
+def sandbox_policy(execution: Execution, mode: str | None) -> SandboxPolicy | None:
+    """Resolve the sandbox policy of one call: mode, workspace root, writable roots, network.
+
+    When: called by a tool body (bash, write, edit) before it spawns or touches the filesystem;
+    ``mode`` is a wider mode the user just approved for this call (an escalation), else ``None``.
+    May: return the policy for this call (first answer wins).
+    Must not: return a policy the plugin cannot enforce; tools treat ``None`` as "no sandbox
+    plugin installed": they run unconfined, and ``harness doctor`` says so.
+    Default: ``None``.
+    """
+
+
+@hookspec(firstresult=True)
+def sandbox_confine(argv: list[str], policy: SandboxPolicy) -> ConfinedCommand | None:
+    """Wrap a command for a confined policy: return the argv to spawn instead and how to read it.
+
+    When: called by a tool body for a policy whose mode is not ``danger-full-access``.
+    May: return a :class:`~harness_core.sandbox.ConfinedCommand`; raise
+    :class:`~harness_core.sandbox.SandboxUnavailableError` when no backend can enforce it.
+    Must not: return the argv unwrapped (silent unconfined pass-through is forbidden).
+    Default: ``None`` (no sandbox plugin: the tool must refuse to run a confined policy).
     """
 
 

@@ -402,25 +402,7 @@ class Pipeline:
             return Deny(reason=no_service), False
         if execution.agent is None:
             return Deny(reason=f'tool "{name}" requires approval, but the call has no agent to route it through'), False
-        request = ApprovalRequest(
-            agent=execution.agent,
-            tool_name=name,
-            call_id=execution.call_id,
-            reason=ask.reason,
-            signal=execution.signal,
-        )
-        ask_id = uuid.uuid4().hex
-        if self.sink is not None:
-            asked: dict[str, Any] = {"id": ask_id, "tool_name": name, "call_id": execution.call_id}
-            if ask.reason is not None:
-                asked["reason"] = ask.reason
-            self.sink.append("approval/asked", asked)
-        outcome: object = None
-        try:
-            outcome = await self.hooks.approval_request(request)
-        finally:
-            if self.sink is not None:
-                self.sink.append("approval/decided", {"id": ask_id, "outcome": outcome if outcome in APPROVAL_OUTCOMES else None})
+        outcome = await self._request_approval(execution, ask.reason, execution.signal)
         if outcome is None:
             return Deny(reason=no_service), False
         if outcome == "allowed-once":
@@ -429,13 +411,44 @@ class Pipeline:
             return Deny(reason=f'the user rejected tool "{name}"'), False
         if outcome == "cancelled":
             return Deny(reason=f'approval for tool "{name}" was cancelled'), True
-        if outcome == "unavailable":
-            return Deny(reason=f'tool "{name}" requires approval, but no approval channel is available'), False
+        return Deny(reason=f'tool "{name}" requires approval, but no approval channel is available'), False
+
+    async def _request_approval(self, execution: Execution, reason: str | None, signal: Signal) -> str | None:
+        """One request to the approval service, audited by exactly one asked/decided pair.
+
+        Returns the outcome, or ``None`` when every service abstained; an outcome outside the
+        vocabulary raises (a confused service fails the call, it never allows it).
+        """
+        assert execution.agent is not None
+        request = ApprovalRequest(
+            agent=execution.agent, tool_name=execution.name, call_id=execution.call_id, reason=reason, signal=signal
+        )
+        ask_id = uuid.uuid4().hex
+        if self.sink is not None:
+            asked: dict[str, Any] = {"id": ask_id, "tool_name": execution.name, "call_id": execution.call_id}
+            if reason is not None:
+                asked["reason"] = reason
+            self.sink.append("approval/asked", asked)
+        outcome: object = None
+        try:
+            outcome = await self.hooks.approval_request(request)
+        finally:
+            if self.sink is not None:
+                self.sink.append("approval/decided", {"id": ask_id, "outcome": outcome if outcome in APPROVAL_OUTCOMES else None})
+        if outcome is None or outcome in APPROVAL_OUTCOMES:
+            return outcome
         try:
             shown = json.dumps(outcome)
         except (TypeError, ValueError):
             shown = repr(outcome)
         raise TypeError(f"unreachable variant in ApprovalOutcome: {shown}")
+
+    async def _approval_from_body(self, execution: Execution, signal: Signal, reason: str) -> str | None:
+        if not self.hooks.has_approval():
+            return None
+        if execution.agent is None:
+            raise ValueError(f'tool "{execution.name}" asked for approval, but the call has no agent to route it through')
+        return await self._request_approval(execution, reason, signal)
 
     # --- Stages I and J: the tools_execute waterfall around the body ----------------------------
 
@@ -476,7 +489,14 @@ class Pipeline:
             # and conclude mark; the attempt whose result comes out is the one they belong to.
             state.deferred = []
             state.concluded = False
-            ctx = RunContext(execution, signal, state.deferred, state.conclude)
+            ctx = RunContext(
+                execution,
+                signal,
+                state.deferred,
+                state.conclude,
+                partial(self._approval_from_body, execution, signal),
+                self.hooks.has_approval,
+            )
             try:
                 value = await definition.execute(execution.arguments, ctx)
             finally:

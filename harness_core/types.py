@@ -8,7 +8,7 @@ writable attribute in the whole pipeline is ``DispatchExecution.signal`` (DESIGN
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, TypeAlias
 
@@ -595,19 +595,44 @@ class RunContext(_ExecutionView):
     agent loop to stop after this batch if the call succeeds.
     """
 
-    __slots__ = ("_deferred", "_conclude", "_open")
+    __slots__ = ("_deferred", "_conclude", "_open", "_approve", "_approval_available")
     _deferred: list[ContextMessage]
     _conclude: Callable[[], None]
     _open: bool
+    _approve: Callable[[str], Awaitable[str | None]]
+    _approval_available: Callable[[], bool]
 
     def __init__(
-        self, execution: Execution, signal: Signal, deferred: list[ContextMessage], conclude: Callable[[], None]
+        self,
+        execution: Execution,
+        signal: Signal,
+        deferred: list[ContextMessage],
+        conclude: Callable[[], None],
+        approve: Callable[[str], Awaitable[str | None]],
+        approval_available: Callable[[], bool],
     ) -> None:
         _set(self, "_execution", execution)
         _set(self, "_signal", signal)
         _set(self, "_deferred", deferred)
         _set(self, "_conclude", conclude)
         _set(self, "_open", True)
+        _set(self, "_approve", approve)
+        _set(self, "_approval_available", approval_available)
+
+    @property
+    def approval_available(self) -> bool:
+        """True when an approval service is installed (something implements ``approval_request``)."""
+        return self._approval_available()
+
+    async def request_approval(self, reason: str) -> str | None:
+        """Ask the approval service about this call from inside the body (a sandbox escalation, say).
+
+        Audited like an ask (``approval/asked`` / ``approval/decided``) and watched by this call's
+        signal. Returns the outcome, or ``None`` when no service is installed or all abstained;
+        raises ``ValueError`` for a call without an agent. An ``"allowed-once"`` covers this call
+        only, and only what the reason describes.
+        """
+        return await self._approve(reason)
 
     @property
     def signal(self) -> Signal:
