@@ -421,7 +421,12 @@ class Pipeline:
         """
         assert execution.agent is not None
         request = ApprovalRequest(
-            agent=execution.agent, tool_name=execution.name, call_id=execution.call_id, reason=reason, signal=signal
+            agent=execution.agent,
+            tool_name=execution.name,
+            call_id=execution.call_id,
+            reason=reason,
+            signal=signal,
+            token=execution.token,
         )
         ask_id = uuid.uuid4().hex
         if self.sink is not None:
@@ -432,6 +437,11 @@ class Pipeline:
         outcome: object = None
         try:
             outcome = await self.hooks.approval_request(request)
+        except BaseException as exc:
+            # The awaiting task was cancelled while someone was being asked: that is a cancellation.
+            if isinstance(exc, anyio.get_cancelled_exc_class()):
+                outcome = "cancelled"
+            raise
         finally:
             if self.sink is not None:
                 self.sink.append("approval/decided", {"id": ask_id, "outcome": outcome if outcome in APPROVAL_OUTCOMES else None})

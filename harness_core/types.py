@@ -670,6 +670,9 @@ class ApprovalRequest:
     call_id: str
     reason: str | None
     signal: Signal
+    #: The identity of the execution asked about, so a service can match it exactly (call ids
+    #: may repeat across calls); ``None`` for a request built outside the pipeline.
+    token: ExecutionToken | None = None
 
 
 def content_of(blocks: Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:

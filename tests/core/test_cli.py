@@ -257,8 +257,8 @@ def test_plugins_json_lists_hooks_and_chain_positions(workspace, capsys):
 
 
 def test_a_missing_required_plugin_refuses_to_start(workspace, capsys):
-    assert run_cli("-c", 'plugins.require=["sandbox"]', "tools") == 2
-    assert 'required plugin "sandbox" is not installed' in capsys.readouterr().err
+    assert run_cli("-c", 'plugins.require=["no-such-plugin"]', "tools") == 2
+    assert 'required plugin "no-such-plugin" is not installed' in capsys.readouterr().err
 
 
 def test_a_plugin_module_that_fails_to_import_refuses_to_start(workspace, capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from harness_core import Harness
@@ -31,7 +32,7 @@ def _session_path(args: argparse.Namespace, harness: Harness) -> Path:
 
 def run_approvals(args: argparse.Namespace, harness: Harness) -> int:
     if args.action is None:
-        print("harness approvals: error: choose an action: list or revoke", flush=True)
+        print("harness approvals: error: choose an action: list or revoke", file=sys.stderr, flush=True)
         return 2
     path = _session_path(args, harness)
     events = [(event.type, event.data) for event in read_session(path).events]
@@ -47,7 +48,7 @@ def run_approvals(args: argparse.Namespace, harness: Harness) -> int:
         return 0
     if args.grant not in grants:
         known = ", ".join(grants) or "none"
-        print(f"harness approvals: error: no active grant {args.grant!r} in session {path.stem} (active: {known})")
+        print(f"harness approvals: error: no active grant {args.grant!r} in session {path.stem} (active: {known})", file=sys.stderr)
         return 2
     with SessionLog(path.parent, path.stem) as log:
         log.append(REVOKE_EVENT, {"id": args.grant, "source": "cli"})

@@ -27,15 +27,22 @@ def new_grant_id() -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Grant:
-    """One granted call: the tool, the arguments' fingerprint, and the call that was asked about."""
+    """One granted ask: the tool, the arguments' fingerprint, the ask's reason and the call it came from."""
 
     id: str
     tool_name: str
     fingerprint: str
+    reason: str | None = None
     call_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "tool_name": self.tool_name, "fingerprint": self.fingerprint, "call_id": self.call_id}
+        return {
+            "id": self.id,
+            "tool_name": self.tool_name,
+            "fingerprint": self.fingerprint,
+            "reason": self.reason,
+            "call_id": self.call_id,
+        }
 
 
 def active_grants(events: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Grant]:
@@ -47,6 +54,7 @@ def active_grants(events: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Gra
                 id=str(data["id"]),
                 tool_name=str(data["tool_name"]),
                 fingerprint=str(data["fingerprint"]),
+                reason=data.get("reason"),
                 call_id=data.get("call_id"),
             )
             grants[grant.id] = grant

@@ -50,6 +50,21 @@ POLICY_CONTEXT = {
 Answer = Callable[[ApprovalRequest, "Execution | None", Callable[[], Awaitable[str]]], Any]
 
 
+def _by_argnames(impl: Any) -> Answer:
+    """Call a plugin's answerer with the arguments it declared (pluggy's subset rule)."""
+
+    def answer(request: ApprovalRequest, call: Execution | None, call_next: Callable[[], Awaitable[str]]) -> Any:
+        values = {"request": request, "call": call, "call_next": call_next}
+        return impl.function(*[values[name] for name in impl.argnames])
+
+    return answer
+
+
+#: How many calls the plugin remembers between pre-execute and their result. A dry run never
+#: produces a result, so without a bound those entries would accumulate.
+PENDING_LIMIT = 256
+
+
 def policy_context_text(policy: str) -> str:
     """The model-visible text describing the session's approval policy."""
     return POLICY_CONTEXT[policy]
@@ -67,10 +82,9 @@ class ApprovalPlugin:
         self.settings: ApprovalConfig | None = None
         self.harness: Harness | None = None
         self.policy = "ask"
-        self.answer_chain: list[tuple[str, Answer]] = []
         # Calls that reached pre-execute and have no result yet, by call id: answerers see the
         # arguments of the call they are asked about (the request itself carries none).
-        self.pending: dict[str, Execution] = {}
+        self.pending: dict[object, Execution] = {}
         self.grants: dict[str, Grant] = {}
 
     # --- start-up ---------------------------------------------------------------------------
@@ -89,9 +103,11 @@ class ApprovalPlugin:
     def harness_configure(self, config: HarnessConfig, harness: Harness) -> None:
         settings: ApprovalConfig = config.section(SECTION)
         self.settings, self.harness, self.policy = settings, harness, settings.policy
-        self.answer_chain = self._build_chain(settings, harness, config)
+        self._build_chain(settings, harness, config)  # refuse to start on an unknown answerer
 
-    def _build_chain(self, settings: ApprovalConfig, harness: Harness, config: HarnessConfig) -> list[tuple[str, Answer]]:
+    def _build_chain(
+        self, settings: ApprovalConfig, harness: Harness, config: HarnessConfig | None
+    ) -> list[tuple[str, Answer]]:
         chain: list[tuple[str, Answer]] = []
         impls = {impl.plugin_name: impl for impl in harness.plugin_manager.hook.approval_answer.get_hookimpls()}
         problems = []
@@ -101,7 +117,9 @@ class ApprovalPlugin:
             elif name == "scripted":
                 chain.append((name, ScriptedAnswerer(settings.scripted).approval_answer))
             elif name in impls:
-                chain.append((name, impls[name].function))
+                chain.append((name, _by_argnames(impls[name])))
+            elif config is None:
+                continue  # its plugin went away after start-up: it no longer answers
             else:
                 known = sorted({*BUILT_IN_ANSWERERS, *impls})
                 problems.append(
@@ -120,13 +138,14 @@ class ApprovalPlugin:
 
     @hookimpl(tryfirst=True)
     def tools_pre_execute(self, execution: Execution, call_next: Callable[[], Awaitable[Any]]) -> Awaitable[Any]:
-        self.pending[execution.call_id] = execution
+        self.pending[execution.token] = execution
+        while len(self.pending) > PENDING_LIMIT:
+            del self.pending[next(iter(self.pending))]  # the oldest first
         return call_next()
 
     @hookimpl
     def tools_result(self, execution: Execution, result: ToolResult) -> None:
-        if self.pending.get(execution.call_id) is execution:
-            del self.pending[execution.call_id]
+        self.pending.pop(execution.token, None)
 
     @hookimpl
     async def approval_request(self, request: ApprovalRequest) -> str:
@@ -135,9 +154,10 @@ class ApprovalPlugin:
         # Decided here, before any answerer: no answerer, however ordered, can get around it.
         if self.policy == "never":
             return "rejected"
-        call = self.pending.get(request.call_id)
-        if call is not None and call.name == request.tool_name:
-            grant = self._grant_for(request.tool_name, call.arguments)
+        # Matched by the execution's identity, never by call id alone (ids may repeat).
+        call = self.pending.get(request.token) if request.token is not None else None
+        if call is not None:
+            grant = self._grant_for(request.tool_name, call.arguments, request.reason)
             if grant is not None:
                 self._record("approval/grant-used", {"id": grant.id, "call_id": request.call_id})
                 return "allowed-once"
@@ -152,10 +172,12 @@ class ApprovalPlugin:
     async def _ask(self, request: ApprovalRequest, call: Execution | None) -> str:
         """Run the answerer chain, raced against the request's signal; fail closed on anything odd."""
         answered: list[str] = []
+        # Built per ask: an answerer whose plugin was unregistered must stop answering.
+        chain = self._build_chain(self.settings, self.harness, None) if self.settings and self.harness else []
 
         async def answer(scope: anyio.CancelScope) -> None:
             try:
-                outcome = await self._run_chain(0, request, call)
+                outcome = await self._run_chain(chain, 0, request, call)
             except Exception as exc:
                 logger.warning('approval answerer failed for tool "%s" (%s): %s', request.tool_name, request.call_id, exc)
                 outcome = "unavailable"
@@ -173,13 +195,15 @@ class ApprovalPlugin:
             group.start_soon(watch, group.cancel_scope)
         return answered[0] if answered else "cancelled"
 
-    async def _run_chain(self, index: int, request: ApprovalRequest, call: Execution | None) -> str:
-        if index >= len(self.answer_chain):
+    async def _run_chain(
+        self, chain: list[tuple[str, Answer]], index: int, request: ApprovalRequest, call: Execution | None
+    ) -> str:
+        if index >= len(chain):
             return "unavailable"
-        _name, function = self.answer_chain[index]
+        _name, function = chain[index]
 
         async def call_next() -> str:
-            return await self._run_chain(index + 1, request, call)
+            return await self._run_chain(chain, index + 1, request, call)
 
         outcome = function(request, call, call_next)
         if isinstance(outcome, Awaitable):
@@ -204,7 +228,8 @@ class ApprovalPlugin:
             return None
         self._record("approval/policy", {"policy": policy, "source": source})
         self.policy = policy
-        text = f'The approval policy changed from "{previous}" to "{policy}" (changed by the {source}).'
+        changed_by = "the user" if source == "user" else source
+        text = f'The approval policy changed from "{previous}" to "{policy}" (changed by {changed_by}).'
         return ContextMessage(content=[TextBlock(text=text)], source=PLUGIN_SOURCE)
 
     def policy_context(self) -> str:
@@ -214,18 +239,26 @@ class ApprovalPlugin:
     # --- grants -----------------------------------------------------------------------------
 
     def _grant(self, request: ApprovalRequest, call: Execution) -> Grant:
-        grant = Grant(id=new_grant_id(), tool_name=request.tool_name, fingerprint=fingerprint(call.arguments), call_id=request.call_id)
+        grant = Grant(
+            id=new_grant_id(),
+            tool_name=request.tool_name,
+            fingerprint=fingerprint(call.arguments),
+            reason=request.reason,
+            call_id=request.call_id,
+        )
         self.grants[grant.id] = grant
         self._record(GRANT_EVENT, grant.to_json())
         return grant
 
-    def _grant_for(self, tool_name: str, arguments: Any) -> Grant | None:
+    def _grant_for(self, tool_name: str, arguments: Any, reason: str | None) -> Grant | None:
+        # A grant answers exactly the ask it was given for: same tool, same arguments, same reason
+        # (so a grant for running a command never answers that command's sandbox escalation).
         if not self.grants or self.settings is None or not self.settings.grants:
             return None
         self._apply_revocations()
         digest = fingerprint(arguments)
         for grant in self.grants.values():
-            if grant.tool_name == tool_name and grant.fingerprint == digest:
+            if grant.tool_name == tool_name and grant.fingerprint == digest and grant.reason == reason:
                 return grant
         return None
 
