@@ -577,14 +577,18 @@ class DispatchExecution(_ExecutionView):
     def __setattr__(self, name: str, value: object) -> None:  # type: ignore[override]
         if name != "signal":
             _read_only(self, name)
-        if not isinstance(value, Signal):
-            raise TypeError(f"execution.signal must be a Signal, got {type(value).__name__}")
-        _set(self, "_signal", value)
+        _set(self, name, value)  # through the property's setter, which checks the value
 
     @property
     def signal(self) -> Signal:
         """The signal the body will watch (fused with the caller's); wrappers may replace it."""
         return self._signal
+
+    @signal.setter
+    def signal(self, value: Signal) -> None:
+        if not isinstance(value, Signal):
+            raise TypeError(f"execution.signal must be a Signal, got {type(value).__name__}")
+        _set(self, "_signal", value)
 
 
 class RunContext(_ExecutionView):
