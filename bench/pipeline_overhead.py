@@ -23,6 +23,9 @@ import pluggy
 
 from harness_core import Harness, TextBlock, ToolCall, ToolDefinition, ToolOutput, hookimpl, tool
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from performance_doc import replace_section  # noqa: E402  (a sibling script module)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -190,16 +193,7 @@ def report(figures: dict[str, float], calls: int, repeats: int) -> str:
 
 
 def write_report(text: str) -> None:
-    path = ROOT / "docs" / "performance.md"
-    existing = path.read_text(encoding="utf-8") if path.exists() else "# Performance\n\n"
-    marker = "## Pipeline overhead (`bench/pipeline_overhead.py`)"
-    head, _, tail = existing.partition(marker)
-    rest = ""
-    if tail:
-        # Keep any later sections that other benchmarks own.
-        after = tail.split("\n## ", 1)
-        rest = "\n## " + after[1] if len(after) > 1 else ""
-    path.write_text(head.rstrip() + "\n\n" + text + rest, encoding="utf-8")
+    replace_section(text, "## Pipeline overhead (`bench/pipeline_overhead.py`)", ROOT / "docs" / "performance.md")
 
 
 def main() -> int:

@@ -20,6 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from performance_doc import replace_section  # noqa: E402  (a sibling script module)
+
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Start-up (`bench/startup.py`)"
 
@@ -93,14 +96,7 @@ def report(figures: dict[str, float], runs: int) -> str:
 
 
 def write_report(text: str) -> None:
-    path = ROOT / "docs" / "performance.md"
-    existing = path.read_text(encoding="utf-8") if path.exists() else "# Performance\n\n"
-    head, _, tail = existing.partition(SECTION)
-    rest = ""
-    if tail:
-        after = tail.split("\n## ", 1)
-        rest = "\n## " + after[1] if len(after) > 1 else ""
-    path.write_text(head.rstrip() + "\n\n" + text + rest, encoding="utf-8")
+    replace_section(text, SECTION, ROOT / "docs" / "performance.md")
 
 
 def main() -> int:

@@ -363,9 +363,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         missing = [name for name in spec_names if not getattr(harness.plugin_manager.hook, name).get_hookimpls()]
         if missing:
             _out("hooks no plugin implements (the core default applies): " + ", ".join(missing))
-        warnings = harness.warnings()
-        for warning in warnings:
-            _out(f"warning: {warning}")
+        for source, level, message in harness.diagnose():
+            _out(f"{level}: {message}" if source == "core" else f"{level}: [{source}] {message}")
+            if level == "error":
+                problems += 1
         config = harness.config
         files = _config_files(harness)
         _out("configuration OK" + (f" ({', '.join(files)})" if files else " (defaults only: no harness.toml)"))

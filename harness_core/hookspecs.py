@@ -135,6 +135,19 @@ def harness_provides() -> list[str]:
 
 
 @hookspec
+def harness_diagnose() -> list[tuple[str, str]]:
+    """Report on the plugin's health for ``harness doctor``: ``[(level, message), ...]``.
+
+    When: when ``harness doctor`` runs (or ``h.diagnose()`` is called), after start-up.
+    May: return levels ``"info"`` (shown), ``"warning"`` (shown, exit status unchanged) and
+    ``"error"`` (doctor exits 1): e.g. which sandbox backend is active and why the others are not,
+    or that a confined mode cannot be enforced on this host.
+    Must not: be slow or have side effects (run probes at start-up and report their cached result).
+    Default: nothing to report.
+    """
+
+
+@hookspec
 def harness_close() -> Awaitable[None] | None:
     """Release what the plugin holds (jobs, processes, open files) when the harness closes.
 
@@ -292,10 +305,12 @@ def sandbox_policy(execution: Execution, mode: str | None) -> SandboxPolicy | No
 
 
 @hookspec(firstresult=True)
-def sandbox_confine(argv: list[str], policy: SandboxPolicy) -> ConfinedCommand | None:
+def sandbox_confine(argv: list[str], policy: SandboxPolicy, cwd: str | None) -> ConfinedCommand | None:
     """Wrap a command for a confined policy: return the argv to spawn instead and how to read it.
 
-    When: called by a tool body for a policy whose mode is not ``danger-full-access``.
+    When: called by a tool body for a policy whose mode is not ``danger-full-access``; ``cwd`` is
+    the folder the command should start in (the backend makes it the working directory inside
+    the sandbox), or ``None`` for the spawner's own.
     May: return a :class:`~harness_core.sandbox.ConfinedCommand`; raise
     :class:`~harness_core.sandbox.SandboxUnavailableError` when no backend can enforce it.
     Must not: return the argv unwrapped (silent unconfined pass-through is forbidden).

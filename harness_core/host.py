@@ -57,6 +57,7 @@ CORE_RUN_HOOKS = frozenset(
         "harness_provides",
         "harness_close",
         "harness_register_commands",
+        "harness_diagnose",
         "tools_pre_execute",
         "approval_request",
         "tools_guard",
@@ -80,6 +81,7 @@ SYNC_HOOKS = frozenset(
         "harness_configure",
         "harness_provides",
         "harness_register_commands",
+        "harness_diagnose",
     }
 )
 
@@ -511,6 +513,21 @@ class Harness:
                         f'tool "{definition.name}" declares timeout_ms={definition.timeout_ms:g} but no plugin '
                         "enforces it (install the timeout policy plugin)"
                     )
+        return found
+
+    def diagnose(self) -> list[tuple[str, str, str]]:
+        """``(source, level, message)`` for ``harness doctor``: the core's warnings and every plugin's
+        ``harness_diagnose`` report. A plugin whose report fails is itself reported as an error."""
+        found = [("core", "warning", warning) for warning in self.warnings()]
+        for impl in self._impls("harness_diagnose"):
+            try:
+                entries = impl.function() or []
+                for level, message in entries:
+                    if level not in ("info", "warning", "error"):
+                        raise ValueError(f"unknown level {level!r}")
+                    found.append((impl.plugin_name, level, str(message)))
+            except Exception as exc:
+                found.append((impl.plugin_name, "error", f"harness_diagnose failed: {type(exc).__name__}: {exc}"))
         return found
 
     def unregister(self, plugin: object) -> None:

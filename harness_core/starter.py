@@ -14,7 +14,18 @@ __all__ = ["starter_config"]
 
 
 def _value(value: Any) -> str:
+    """One TOML value on one line (arrays and tables inline), so it can be commented out whole."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{_key(key)} = {_value(item)}" for key, item in value.items()) + " }"
     return tomli_w.dumps({"v": value}).strip()[len("v = ") :]
+
+
+def _key(key: str) -> str:
+    return key if key.replace("_", "").replace("-", "").isalnum() else tomli_w.dumps({key: 0}).split(" = ")[0]
 
 
 def starter_config(harness: Harness) -> str:

@@ -323,3 +323,33 @@ def test_presets_json_lists_user_presets_with_their_settings(workspace, capsys):
             "settings": {"session": {"log": False}},
         }
     ]
+
+
+def test_config_init_writes_keys_that_validate_once_uncommented(tmp_path, monkeypatch, capsys):
+    import re
+
+    monkeypatch.setenv("HARNESS_USER_CONFIG", "")
+    monkeypatch.delenv("HARNESS_LOAD_PLUGINS", raising=False)  # every installed plugin's section
+    assert run_cli("-C", str(tmp_path), "config", "init") == 0
+    path = tmp_path / "harness.toml"
+    text = re.sub(r"^# (?=[A-Za-z_][\w-]* = )", "", path.read_text(), flags=re.MULTILINE)
+    path.write_text(text)
+    assert run_cli("-C", str(tmp_path), "config", "check") == 0, capsys.readouterr().err
+
+
+def test_doctor_shows_plugin_diagnoses_and_exits_1_on_an_error(workspace, capsys):
+    module = f"diag_{uuid.uuid4().hex[:8]}"
+    (workspace / f"{module}.py").write_text(
+        "from harness_core import hookimpl\n"
+        "class Diag:\n"
+        "    @hookimpl\n"
+        "    def harness_diagnose(self):\n"
+        "        return [('info', 'all quiet'), ('error', 'the backend is missing')]\n"
+    )
+    with (workspace / "harness.toml").open("a") as handle:
+        handle.write('\n# and one more\n')
+    text = (workspace / "harness.toml").read_text().replace('modules = [', f'modules = ["{module}:Diag", ')
+    (workspace / "harness.toml").write_text(text)
+    assert run_cli("doctor") == 1
+    out = capsys.readouterr().out
+    assert f"info: [{module}:Diag] all quiet" in out and f"error: [{module}:Diag] the backend is missing" in out
