@@ -4,6 +4,7 @@
     python3 dev.py demo          # a scripted session through the pipeline
     python3 dev.py test [ARGS]   # the test suite (ARGS go to pytest)
     python3 dev.py bench         # the benchmarks (figures go to docs/performance.md)
+    python3 dev.py docs [--check]  # regenerate the generated docs (or check they are current)
 
 Needs only Python >= 3.11 and pip. The environment lives in .venv/ and is reinstalled when a
 pyproject.toml of the workspace changes.
@@ -64,7 +65,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    commands = {"demo": demo, "test": run_tests, "bench": bench}
+    commands = {"demo": demo, "test": run_tests, "bench": bench, "docs": docs}
     if command not in commands:
         print(f"dev.py: unknown command {command!r}; use one of: {', '.join(commands)}", file=sys.stderr)
         return 2
@@ -92,6 +93,18 @@ def demo(rest: list[str]) -> int:
     harness(*project, "call", "save_file", '{"file_path": "secrets/key.pem", "content": "x"}', "--dry-run")
     print("\nRead the session as cards: .venv/bin/harness -C examples/demo log", flush=True)
     return 0
+
+
+#: The composition the generated docs describe: every first-party plugin and extra except the
+#: sandbox, whose probe result (and so the tools' schemas) depends on the machine.
+DOCS_PLUGINS = "approval,path-guard,timeout-policy,tools"
+
+
+def docs(rest: list[str]) -> int:
+    """Regenerate docs/pipeline-graph.md and docs/tool-catalog.md under a fixed composition."""
+    env = dict(os.environ, HARNESS_LOAD_PLUGINS=DOCS_PLUGINS, HARNESS_USER_CONFIG="")
+    command = [str(python()), "-m", "harness_core", "--no-user-config", "docs", *rest]
+    return subprocess.run(command, cwd=ROOT, env=env).returncode
 
 
 def run_tests(rest: list[str]) -> int:

@@ -126,7 +126,8 @@ def harness_register_commands(register: Callable[..., None]) -> None:
 def harness_provides() -> list[str]:
     """Name the capabilities this plugin enforces, e.g. ``["timeout_ms"]`` for a timeout policy.
 
-    When: whenever the host checks what is enforced (``harness doctor``, start-up warnings).
+    When: whenever the host checks what is enforced (``harness doctor``, start-up warnings); the
+    answer is reliable only once every plugin is configured (from ``harness_register_tools`` on).
     May: return capability names; the host warns, for example, when a tool declares ``timeout_ms``
     and no plugin provides ``"timeout_ms"``.
     Must not: claim a capability it does not enforce (that silences a real warning).
