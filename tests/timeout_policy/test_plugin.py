@@ -205,3 +205,48 @@ def test_the_plugin_silences_the_unenforced_timeout_warning():
 def test_bad_timeout_settings_are_config_errors(section):
     with pytest.raises(ConfigError, match="timeout"):
         Harness(plugins=[TimeoutPolicy()], config={"timeout": section})
+
+
+@pytest.mark.anyio
+async def test_a_wrapper_outside_the_timeout_sees_the_timeout_result():
+    seen = []
+
+    class Outside:
+        @hookimpl(tryfirst=True)
+        async def tools_execute(self, execution, call_next):
+            result = await call_next()
+            seen.append(result)
+            return result
+
+    with anyio.fail_after(5):
+        result = await harness_with(slow_tool(timeout_ms=30), plugins=[Outside()]).execute(call())
+    assert [r.error.info.code for r in seen] == ["TOOL_TIMEOUT"] and result is not None
+
+
+@pytest.mark.anyio
+async def test_a_body_that_finishes_just_before_the_deadline_succeeds():
+    result = await harness_with(slow_tool(timeout_ms=400, cooperative=False, sleep=0.05)).execute(call())
+    assert not result.is_error and result.value == "finished anyway"
+
+
+@pytest.mark.anyio
+async def test_the_bash_tools_process_group_is_gone_after_a_timeout(tmp_path):
+    import uuid
+
+    from harness_core.config import ConfigSource
+    from harness_tools import ToolsPlugin
+
+    from tests.tools.support import processes_with
+
+    marker = f"harness-timeout-test-{uuid.uuid4().hex}"
+    source = ConfigSource.from_mapping({"timeout": {"tools": {"bash": 300}}})
+    harness = Harness(plugins=[ToolsPlugin(), TimeoutPolicy()], config=source)
+    # A child that ignores SIGTERM, in the background of the shell: the whole group must go.
+    command = f"bash -c 'trap \"\" TERM; exec -a {marker} sleep 30' & sleep 30 # {marker}"
+    with anyio.fail_after(20):
+        result = await harness.execute(ToolCall(call_id="c1", name="bash", arguments={"command": command}, agent="main"))
+    assert result.error.info.code == "TOOL_TIMEOUT"
+    with anyio.fail_after(5):
+        while processes_with(marker):
+            await anyio.sleep(0.05)
+    await harness.aclose()
