@@ -235,7 +235,6 @@ async def test_the_bash_tools_process_group_is_gone_after_a_timeout(tmp_path):
 
     from harness_core.config import ConfigSource
     from harness_tools import ToolsPlugin
-
     from tests.tools.support import processes_with
 
     marker = f"harness-timeout-test-{uuid.uuid4().hex}"
