@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_core import ApprovalRequest, Execution, hookimpl
 
-from .config import ScriptedRule
+if TYPE_CHECKING:
+    # Only for annotations: importing the config module defines pydantic models (slow start-up).
+    from .config import ScriptedRule
 
 __all__ = ["ScriptedAnswerer", "rule_matches"]
 

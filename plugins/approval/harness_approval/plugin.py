@@ -23,9 +23,7 @@ from harness_core import (
 from harness_core.config import ConfigProblem
 
 from . import hookspecs
-from .answerers import ScriptedAnswerer
 from .grants import GRANT_EVENT, REVOKE_EVENT, Grant, fingerprint, new_grant_id
-from .terminal import TerminalAnswerer
 
 if TYPE_CHECKING:
     from .config import ApprovalConfig
@@ -108,6 +106,9 @@ class ApprovalPlugin:
     def _build_chain(
         self, settings: ApprovalConfig, harness: Harness, config: HarnessConfig | None
     ) -> list[tuple[str, Answer]]:
+        from .answerers import ScriptedAnswerer
+        from .terminal import TerminalAnswerer
+
         chain: list[tuple[str, Answer]] = []
         impls = {impl.plugin_name: impl for impl in harness.plugin_manager.hook.approval_answer.get_hookimpls()}
         problems = []
