@@ -54,8 +54,12 @@ def _open(args: argparse.Namespace, *, events: bool = False, configure: bool = T
 
 
 def _close(harness: Harness) -> None:
-    """Always close; start an event loop only when some plugin has something to close."""
-    if harness.plugin_manager.hook.harness_close.get_hookimpls():
+    """Always close; start an event loop only when some plugin may hold something to close.
+
+    A harness started with ``configure=False`` (``harness plugins``) never configured its plugins
+    or registered their tools, so they hold nothing yet: unregistering them is the whole close.
+    """
+    if harness.configured and harness.plugin_manager.hook.harness_close.get_hookimpls():
         import anyio
 
         anyio.run(harness.aclose)

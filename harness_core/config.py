@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import os
 import sys
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +130,8 @@ def user_config_path() -> Path | None:
 
 def read_toml(path: Path, label: str) -> dict[str, Any]:
     """Parse one TOML file; syntax errors name the file, line and column."""
+    import tomllib  # only when there is a file to read: start-up without one stays lighter
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
@@ -143,6 +144,8 @@ def read_toml(path: Path, label: str) -> dict[str, Any]:
 def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
     """``a.b=value`` → (("a", "b"), value). The value is TOML (``true``, ``5``, ``["x"]``, ``"s"``);
     anything that is not valid TOML is taken as a plain string, so ``-c approval.policy=never`` works."""
+    import tomllib
+
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key:

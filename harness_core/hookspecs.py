@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from .config import HarnessConfig
     from .host import Harness
+    from .jobs import JobRequest
     from .registry import ToolDefinition
     from .sandbox import ConfinedCommand, SandboxPolicy
     from .types import (
@@ -316,6 +317,24 @@ def sandbox_confine(argv: list[str], policy: SandboxPolicy, cwd: str | None) -> 
     :class:`~harness_core.sandbox.SandboxUnavailableError` when no backend can enforce it.
     Must not: return the argv unwrapped (silent unconfined pass-through is forbidden).
     Default: ``None`` (no sandbox plugin: the tool must refuse to run a confined policy).
+    """
+
+
+# --- Jobs seam (a service producers call to run work in the background; see harness_core.jobs) --
+
+
+@hookspec(firstresult=True)
+def jobs_start(request: JobRequest) -> str | None:
+    """Start background work and return its job id (``<kind>-<N>``, e.g. ``bash-1``).
+
+    When: called by a tool body (bash with ``run_in_background``) that hands work over, from
+    inside the caller's event loop; ``request.start`` must not have been called yet.
+    May: check the whole request first (kind, label, limits, owner, capacity) and raise
+    :class:`~harness_core.jobs.JobRefusedError` before anything starts; then call
+    ``request.start(io)`` exactly once and return the new id at once (first answer wins).
+    Must not: block until the work ends; call ``request.start`` when refusing; use up an id
+    for a refused request; let the work outlive ``harness_close``.
+    Default: ``None`` (no jobs plugin: the tool must refuse to run in the background).
     """
 
 

@@ -396,6 +396,11 @@ class Harness:
             logger.warning("%s", warning)
 
     @property
+    def configured(self) -> bool:
+        """False for a Harness created with ``configure=False`` (plugins registered, nothing more)."""
+        return self._config is not None
+
+    @property
     def config(self) -> HarnessConfig:
         """The effective, validated configuration."""
         if self._config is None:

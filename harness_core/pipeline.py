@@ -12,7 +12,7 @@ plugin could unregister (STYLE rule 12).
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -428,7 +428,7 @@ class Pipeline:
             signal=signal,
             token=execution.token,
         )
-        ask_id = uuid.uuid4().hex
+        ask_id = os.urandom(16).hex()
         if self.sink is not None:
             asked: dict[str, Any] = {"id": ask_id, "tool_name": execution.name, "call_id": execution.call_id}
             if reason is not None:

@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any
 from harness_core import Harness, HarnessConfig, PluginRefusedError, ToolDefinition, hookimpl
 
 from . import hookspecs
-from .bash import BashTool
-from .files import FileTools
-from .process import ProcessGroups
-from .sandboxing import CONFINING, SandboxAccess
 
 if TYPE_CHECKING:
+    from .bash import BashTool
     from .config import ToolsConfig
+    from .files import FileTools
+    from .process import ProcessGroups
+
+# The tool modules (process handling, file tools, sandbox access) are imported when the tools are
+# registered, not when the entry point loads: `harness plugins` and `harness --help` never need them.
 
 __all__ = ["JOBS", "SECTION", "ToolsPlugin"]
 
@@ -42,7 +44,7 @@ class ToolsPlugin:
         self.files: FileTools | None = None
         self.background_advertised = False
         #: Process groups of bash calls still running (killed if the Harness closes under them).
-        self.live_groups = ProcessGroups()
+        self.live_groups: ProcessGroups | None = None
 
     @hookimpl
     def harness_add_hookspecs(self, add: Callable[[object], None]) -> None:
@@ -75,8 +77,14 @@ class ToolsPlugin:
         # Decided here, not in harness_configure: every plugin is configured by now, so a sandbox
         # plugin can tell whether it confines. The schemas are then fixed: escalation is offered only
         # while a confining sandbox is installed, background runs only while a jobs plugin is.
+        from .bash import BashTool
+        from .files import FileTools
+        from .process import ProcessGroups
+        from .sandboxing import CONFINING, SandboxAccess
+
         provided = harness.provided()
         confining = CONFINING in provided
+        self.live_groups = ProcessGroups()
         self.background_advertised = JOBS in provided
         self.bash = BashTool(
             settings,
@@ -95,6 +103,7 @@ class ToolsPlugin:
     @hookimpl
     def harness_close(self) -> None:
         # Calls still running own these groups and reap their leaders; make sure nothing outlives us.
-        self.live_groups.close()
+        if self.live_groups is not None:
+            self.live_groups.close()
         if self.files is not None:
             self.files.observations.clear()

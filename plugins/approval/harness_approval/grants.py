@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import uuid
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +16,14 @@ REVOKE_EVENT = "approval/revoke"
 
 def fingerprint(arguments: Any) -> str:
     """A canonical digest of the arguments: key order and whitespace do not matter, values do."""
+    import hashlib  # only when a grant is made or looked up
+
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def new_grant_id() -> str:
-    return uuid.uuid4().hex[:12]
+    return os.urandom(6).hex()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
