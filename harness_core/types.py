@@ -8,7 +8,7 @@ writable attribute in the whole pipeline is ``DispatchExecution.signal`` (DESIGN
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, TypeAlias
 
@@ -678,14 +678,4 @@ class ApprovalRequest:
     #: The identity of the execution asked about, so a service can match it exactly (call ids
     #: may repeat across calls); ``None`` for a request built outside the pipeline.
     token: ExecutionToken | None = None
-
-
-def content_of(blocks: Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:
-    """Validate and freeze a sequence of content blocks (used for policy-supplied content)."""
-    return _content_tuple("content", list(blocks) if not isinstance(blocks, list | tuple) else blocks)
-
-
-def text_content(text: str) -> tuple[ContentBlock, ...]:
-    """One text block, the usual model-facing content."""
-    return (TextBlock(text=text),)
 
