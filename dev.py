@@ -97,7 +97,7 @@ def demo(rest: list[str]) -> int:
 
 #: The composition the generated docs describe: every first-party plugin and extra except the
 #: sandbox, whose probe result (and so the tools' schemas) depends on the machine.
-DOCS_PLUGINS = "approval,path-guard,timeout-policy,tools"
+DOCS_PLUGINS = "approval,jobs,path-guard,timeout-policy,tools"
 
 
 def docs(rest: list[str]) -> int:

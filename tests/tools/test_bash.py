@@ -240,7 +240,7 @@ async def test_run_in_background_without_a_jobs_plugin_is_refused_before_anythin
     assert not proof.exists()
 
 
-async def test_run_in_background_with_a_jobs_plugin_is_refused_until_the_hand_over_exists(make_harness, tmp_path) -> None:
+async def test_run_in_background_is_refused_when_the_jobs_provider_does_not_start_jobs(make_harness, tmp_path) -> None:
     class Jobs:
         @hookimpl
         def harness_provides(self) -> list[str]:

@@ -5,6 +5,8 @@ arguments; refuse ``run_in_background`` without a jobs plugin; resolve the sandb
 approved one-shot escalation); confine ``["bash", "-c", command]`` for a confined policy (no
 answer is a refusal, never an unconfined run); run it in its own process group; classify a runner
 failure (an error: the command did not run) before a denial (a marker on an ordinary result).
+``run_in_background`` hands the same confined command over to the jobs plugin through the
+``jobs_start`` seam (:mod:`harness_core.jobs`) instead of running it here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import math
 import os
 import re
+import signal as signals
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +33,7 @@ from harness_core import (
     ToolDefinition,
     ToolOutput,
 )
+from harness_core.jobs import JobIO, JobRequest, JobStream
 from harness_core.lossless import thaw
 from harness_core.sandbox import ConfinedCommand, SandboxPolicy, SandboxUnavailableError
 
@@ -40,13 +44,13 @@ from .sandboxing import SandboxAccess, escalation_parameters
 if TYPE_CHECKING:
     from .config import ToolsConfig
 
-__all__ = ["BACKGROUND_NOT_INSTALLED", "BashTool", "render_bash"]
+__all__ = ["BACKGROUND_NOT_INSTALLED", "BashTool", "JobOutput", "render_bash"]
 
 #: The refusal of ``run_in_background`` while no jobs plugin is installed (checked before any spawn).
 BACKGROUND_NOT_INSTALLED = "run_in_background requires the jobs plugin (harness-jobs); it is not installed"
+#: A plugin provides "jobs" but nothing answered ``jobs_start``: refused, nothing ran.
 BACKGROUND_NOT_SUPPORTED = (
-    "run_in_background: a jobs plugin is installed, but this version of harness-tools cannot hand processes "
-    "over to it yet; run the command in the foreground"
+    'run_in_background: a plugin provides "jobs" but none answered jobs_start; run the command in the foreground'
 )
 #: reference/plugins.md §12: the prompt line every bash description carries.
 EXIT_CODE_GUIDANCE = "Check the [exit code: N] marker on every bash result; investigate failures before moving on."
@@ -63,7 +67,7 @@ _STREAM_SCHEMA = {
     },
     "required": ["text", "truncated", "spill_path", "bytes"],
 }
-OUTPUT_SCHEMA = {
+FOREGROUND_SCHEMA = {
     "type": "object",
     "properties": {
         "kind": {"const": "foreground"},
@@ -92,6 +96,13 @@ OUTPUT_SCHEMA = {
     },
     "required": ["kind", "exit_code", "signal", "timed_out", "timeout_ms", "stdout", "stderr", "sandbox", "markers"],
 }
+#: reference §12: a background run answers with the job id only.
+BACKGROUND_SCHEMA = {
+    "type": "object",
+    "properties": {"kind": {"const": "background"}, "job_id": {"type": "string"}},
+    "required": ["kind", "job_id"],
+}
+OUTPUT_SCHEMA = {"anyOf": [FOREGROUND_SCHEMA, BACKGROUND_SCHEMA]}
 
 
 def _json(value: Any) -> str:
@@ -140,7 +151,12 @@ def parse_request(args: Any) -> BashRequest:
 
 
 def render_bash(_args: Any, value: Any) -> list[ContentBlock]:
-    """stdout, then ``[stderr]`` and stderr, or ``(no output)``; then each marker on its own line."""
+    """stdout, then ``[stderr]`` and stderr, or ``(no output)``; then each marker on its own line.
+
+    A background run renders as ``started background job <id>``.
+    """
+    if value["kind"] == "background":
+        return [TextBlock(text=f"started background job {value['job_id']}")]
     text = value["stdout"]["text"]
     errors = value["stderr"]["text"]
     if errors:
@@ -258,10 +274,8 @@ class BashTool:
     async def execute(self, args: Any, ctx: RunContext) -> dict[str, Any]:
         """Run one command; see the module docstring for the order of the checks."""
         request = parse_request(args)
-        if request.background:
+        if request.background and "jobs" not in self.harness.provided():
             # Refused before any approval is asked or any process starts.
-            if "jobs" in self.harness.provided():
-                raise BackgroundUnavailableError(BACKGROUND_NOT_SUPPORTED)
             raise BackgroundUnavailableError(BACKGROUND_NOT_INSTALLED)
         policy = await self.sandbox.policy_for(ctx, args)
         workdir = self._workdir(request.workdir, policy)
@@ -276,6 +290,8 @@ class BashTool:
         if ctx.signal.aborted:
             # Cancelled while the escalation was being approved: nothing starts.
             raise AbortError("tool call aborted")
+        if request.background:
+            return self._start_job(request.command, argv, workdir, ctx)
         settings = self.settings
         timeout_ms = min(
             request.timeout_ms if request.timeout_ms is not None else settings.bash_timeout_ms,
@@ -357,6 +373,41 @@ class BashTool:
             "markers": markers,
         }
 
+    def _start_job(self, command: str, argv: list[str], workdir: str, ctx: RunContext) -> dict[str, Any]:
+        """Hand the (already confined) command to the jobs plugin; the job outlives this call."""
+        env = self._environment()
+        grace_s = self.settings.bash_grace_ms / 1000
+        live = self.live_groups
+
+        async def start(io: JobIO) -> int | None:
+            stdout, stderr = JobOutput(io, "stdout"), JobOutput(io, "stderr")
+            try:
+                outcome = await run_group(
+                    argv,
+                    cwd=workdir,
+                    env=env,
+                    timeout_s=math.inf,  # reference §11: a background process has no executor timeout
+                    signal=io.signal,
+                    grace_s=grace_s,
+                    stdout=stdout,
+                    stderr=stderr,
+                    live=live,
+                )
+            except OSError as exc:
+                io.write("stderr", f"spawn failed: {exc}\n".encode())
+                return None
+            if outcome.signal is not None:
+                return -_signal_number(outcome.signal)
+            if outcome.aborted:
+                return None
+            return outcome.exit_code
+
+        job = JobRequest(owner=ctx.agent, kind="bash", label=command, start=start)
+        job_id = self.harness.plugin_manager.hook.jobs_start(request=job)
+        if job_id is None:
+            raise BackgroundUnavailableError(BACKGROUND_NOT_SUPPORTED)
+        return {"kind": "background", "job_id": job_id}
+
     def _workdir(self, requested: str | None, policy: SandboxPolicy | None) -> str:
         base = policy.workspace_root if policy is not None else str(self.project_dir)
         folder = base if requested is None else os.path.join(base, requested)
@@ -373,6 +424,27 @@ class BashTool:
         }
         env.update(QUIET_ENV)
         return env
+
+
+class JobOutput:
+    """Feeds one stream of a background command to its job (an ``OutputSink`` for ``run_group``)."""
+
+    def __init__(self, io: JobIO, stream: JobStream) -> None:
+        self.io = io
+        self.stream: JobStream = stream
+
+    async def feed(self, chunk: bytes) -> None:
+        self.io.write(self.stream, chunk)
+
+    async def finish(self) -> None:
+        return None
+
+
+def _signal_number(name: str) -> int:
+    try:
+        return int(signals.Signals[name])
+    except KeyError:
+        return int(name) if name.isdigit() else int(signals.SIGKILL)
 
 
 def _stream_value(capture: StreamCapture, shown: str | None = None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import signal as signals
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -24,6 +24,7 @@ from anyio.abc import ByteReceiveStream, Process
 from harness_core import Signal
 
 __all__ = [
+    "OutputSink",
     "ProcessGroups",
     "ProcessOutcome",
     "StreamCapture",
@@ -50,6 +51,16 @@ Cause = Literal["timeout", "abort"]
 def truncation_marker(spill_path: str | None) -> str:
     """reference/plugins.md §12: where the full output of a truncated stream is."""
     return f"[output truncated; full output: {spill_path or '(unavailable)'}]"
+
+
+class OutputSink(Protocol):
+    """Where ``run_group`` sends one stream: a :class:`StreamCapture`, or a background job's output."""
+
+    async def feed(self, chunk: bytes) -> None:
+        """Take the next chunk of the stream."""
+
+    async def finish(self) -> None:
+        """The stream ended."""
 
 
 class StreamCapture:
@@ -338,7 +349,7 @@ async def _wait_for_exit(process: Process, timeout_s: float, signal: Signal) -> 
     return "timeout"
 
 
-async def _pump(stream: ByteReceiveStream | None, capture: StreamCapture) -> None:
+async def _pump(stream: ByteReceiveStream | None, capture: OutputSink) -> None:
     if stream is None:
         return
     while True:
@@ -357,8 +368,8 @@ async def run_group(
     timeout_s: float,
     signal: Signal,
     grace_s: float,
-    stdout: StreamCapture,
-    stderr: StreamCapture,
+    stdout: OutputSink,
+    stderr: OutputSink,
     live: ProcessGroups,
 ) -> ProcessOutcome:
     """Run ``argv`` in a new process group and capture both streams; ``live`` tracks running groups.
