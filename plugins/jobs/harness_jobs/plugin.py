@@ -8,9 +8,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from harness_core import Accept, Block, ContextMessage, Execution, Harness, HarnessConfig, ToolResult, hookimpl
-from harness_core.jobs import JobRequest
 
 if TYPE_CHECKING:
+    from harness_core.jobs import JobRequest
+
     from .config import JobsConfig
     from .manager import JobManager, JobSnapshot
     from .tools import JobTools

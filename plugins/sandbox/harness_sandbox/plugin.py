@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness_core import Execution, Harness, HarnessConfig, HarnessError, hookimpl
-from harness_core.sandbox import ConfinedCommand, SandboxMode, SandboxPolicy, SandboxUnavailableError
 
 if TYPE_CHECKING:
+    from harness_core.sandbox import ConfinedCommand, SandboxMode, SandboxPolicy
+
     from .config import SandboxConfig
     from .selection import ProbeReport, Selection
 
@@ -121,6 +122,8 @@ class SandboxPlugin:
 
     @hookimpl
     def sandbox_confine(self, argv: Sequence[str], policy: SandboxPolicy, cwd: str | None) -> ConfinedCommand | None:
+        from harness_core.sandbox import SandboxPolicy, SandboxUnavailableError
+
         if not isinstance(policy, SandboxPolicy):
             raise TypeError(f"sandbox_confine needs a SandboxPolicy, got {type(policy).__name__}")
         if isinstance(argv, str) or not argv or not all(isinstance(word, str) for word in argv):
