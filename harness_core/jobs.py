@@ -9,7 +9,7 @@ output, waiting, cancellation and cleanup. Texts follow reference/plugins.md §7
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JOB_STATUSES",
+    "JobCommand",
     "JobIO",
     "JobRefusedError",
     "JobRequest",
@@ -53,13 +54,28 @@ JobStart: TypeAlias = Callable[[JobIO], Awaitable["int | None"]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class JobCommand:
+    """The declarative form of a process job: what a backend on another machine would need.
+
+    ``argv`` is the exact argv (already wrapped by the sandbox when confined), ``cwd`` where it
+    starts, ``env`` its whole environment.
+    """
+
+    argv: tuple[str, ...]
+    cwd: str | None = None
+    env: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JobRequest:
     """A piece of background work a producer hands to the jobs plugin.
 
     ``owner`` is the agent whose session may see and control the job (``None``: unowned, visible
     to everyone); ``kind`` names the producer (``"bash"``) and prefixes the job id; ``label`` is
     what the job does (the command); ``output_limit_bytes`` optionally bounds every job-tool result
-    about this job; ``start`` is called exactly once, after the preflight accepted the request.
+    about this job; ``start`` is called exactly once, after the preflight accepted the request, by
+    the local backend. ``command``, when the work is a process, describes it declaratively, so a
+    backend that runs jobs elsewhere (a task queue) can take it instead of calling ``start``.
     """
 
     owner: str | None
@@ -67,6 +83,7 @@ class JobRequest:
     label: str
     start: JobStart
     output_limit_bytes: int | None = None
+    command: JobCommand | None = None
 
 
 class JobRefusedError(HarnessError):

@@ -176,3 +176,37 @@ async def test_a_call_aborted_before_the_hand_over_starts_no_job(make_harness, t
         assert not proof.exists()
     finally:
         await harness.aclose()
+
+
+class RemoteQueue:
+    """A stand-in for a task-queue backend: takes process jobs by their declarative command."""
+
+    def __init__(self) -> None:
+        self.taken: list[tuple[str, tuple[str, ...], str | None]] = []
+
+    @hookimpl
+    def jobs_backend(self, request):
+        if request.command is None:
+            return None
+        return self
+
+    async def run(self, job_id, request, io):
+        self.taken.append((job_id, request.command.argv, request.command.cwd))
+        io.write("stdout", b"ran remotely\n")
+        return 0
+
+
+async def test_a_jobs_backend_plugin_runs_the_job_instead_of_this_process(make_harness, tmp_path: Path) -> None:
+    queue = RemoteQueue()
+    harness = make_harness(JobsPlugin(), queue)
+    ran_here = tmp_path / "ran-here"
+    try:
+        started = await run(harness, "bash", command=f"touch {ran_here}", run_in_background=True)
+        assert text(started) == "started background job bash-1"
+        done = await run(harness, "job_output", job_id="bash-1", wait=True, timeout_ms=5000)
+        assert text(done) == "ran remotely\n[status: completed, exit code: 0]"
+        [(job_id, argv, cwd)] = queue.taken
+        assert job_id == "bash-1" and argv[-3:] == ("bash", "-c", f"touch {ran_here}") and cwd is not None
+        assert not ran_here.exists()  # the local backend never started the process
+    finally:
+        await harness.aclose()

@@ -33,7 +33,7 @@ from harness_core import (
     ToolDefinition,
     ToolOutput,
 )
-from harness_core.jobs import JobIO, JobRequest, JobStream
+from harness_core.jobs import JobCommand, JobIO, JobRequest, JobStream
 from harness_core.lossless import thaw
 from harness_core.sandbox import ConfinedCommand, SandboxPolicy, SandboxUnavailableError
 
@@ -402,7 +402,13 @@ class BashTool:
                 return None
             return outcome.exit_code
 
-        job = JobRequest(owner=ctx.agent, kind="bash", label=command, start=start)
+        job = JobRequest(
+            owner=ctx.agent,
+            kind="bash",
+            label=command,
+            start=start,
+            command=JobCommand(argv=tuple(argv), cwd=workdir, env=dict(env)),
+        )
         job_id = self.harness.plugin_manager.hook.jobs_start(request=job)
         if job_id is None:
             raise BackgroundUnavailableError(BACKGROUND_NOT_SUPPORTED)

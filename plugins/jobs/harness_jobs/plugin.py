@@ -33,6 +33,12 @@ class JobsPlugin:
         self._notices_lock = threading.Lock()
 
     @hookimpl
+    def harness_add_hookspecs(self, add: Callable[[object], None]) -> None:
+        from . import hookspecs
+
+        add(hookspecs)
+
+    @hookimpl
     def harness_register_config(self, register: Callable[[str, type[Any]], None]) -> None:
         from .config import JobsConfig
 
@@ -52,6 +58,7 @@ class JobsPlugin:
             max_output_bytes=self.settings.max_output_bytes,
             max_spill_bytes=self.settings.max_spill_bytes,
             close_grace_s=self.settings.close_grace_ms / 1000,
+            choose_executor=lambda request: harness.plugin_manager.hook.jobs_backend(request=request),
         )
         self.manager.on_done.append(self._queue_notice)
         self.tools = JobTools(self.manager, self.settings)
