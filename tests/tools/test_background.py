@@ -210,3 +210,32 @@ async def test_a_jobs_backend_plugin_runs_the_job_instead_of_this_process(make_h
         assert not ran_here.exists()  # the local backend never started the process
     finally:
         await harness.aclose()
+
+
+async def test_a_background_command_the_sandbox_blocked_shows_the_denial_marker(make_harness, workspace) -> None:
+    from .support import FakeSandbox
+
+    harness = make_harness(JobsPlugin(), FakeSandbox(workspace, behaviors={"read-only": "deny"}))
+    try:
+        await run(harness, "bash", command="touch x", run_in_background=True)
+        done = await run(harness, "job_output", job_id="bash-1", wait=True, timeout_ms=5000)
+        assert "[sandbox: file access denied under read-only mode]" in text(done)
+        assert text(done).endswith("[status: completed, exit code: 1]")
+    finally:
+        await harness.aclose()
+
+
+async def test_a_background_command_whose_runner_failed_says_so(make_harness, workspace) -> None:
+    from .support import FakeSandbox
+
+    harness = make_harness(JobsPlugin(), FakeSandbox(workspace, behaviors={"read-only": "runner-fail"}))
+    try:
+        await run(harness, "bash", command="touch x", run_in_background=True)
+        done = await run(harness, "job_output", job_id="bash-1", wait=True, timeout_ms=5000)
+        assert (
+            "[sandbox: the sandbox runner itself failed under read-only mode — the command did not run; "
+            "this is a sandbox problem, not a command failure]"
+        ) in text(done)
+        assert "file access denied" not in text(done)
+    finally:
+        await harness.aclose()

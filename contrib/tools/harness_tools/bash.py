@@ -35,7 +35,7 @@ from harness_core import (
 )
 from harness_core.jobs import JobCommand, JobIO, JobRequest, JobStream
 from harness_core.lossless import thaw
-from harness_core.sandbox import ConfinedCommand, SandboxPolicy, SandboxUnavailableError
+from harness_core.sandbox import ConfinedCommand, SandboxPolicy, SandboxUnavailableError, runner_failure_marker
 
 from .errors import BackgroundUnavailableError, ToolInputError
 from .process import ProcessGroups, StreamCapture, run_group
@@ -291,7 +291,7 @@ class BashTool:
             # Cancelled while the escalation was being approved: nothing starts.
             raise AbortError("tool call aborted")
         if request.background:
-            return self._start_job(request.command, argv, workdir, ctx)
+            return self._start_job(request.command, argv, workdir, ctx, confined, policy)
         settings = self.settings
         timeout_ms = min(
             request.timeout_ms if request.timeout_ms is not None else settings.bash_timeout_ms,
@@ -373,14 +373,37 @@ class BashTool:
             "markers": markers,
         }
 
-    def _start_job(self, command: str, argv: list[str], workdir: str, ctx: RunContext) -> dict[str, Any]:
+    def _start_job(
+        self,
+        command: str,
+        argv: list[str],
+        workdir: str,
+        ctx: RunContext,
+        confined: ConfinedCommand | None = None,
+        policy: SandboxPolicy | None = None,
+    ) -> dict[str, Any]:
         """Hand the (already confined) command to the jobs plugin; the job outlives this call."""
         env = self._environment()
         grace_s = self.settings.bash_grace_ms / 1000
         live = self.live_groups
+        # Decided now, while the call's context is live: whether a denial could be escalated.
+        denial_text = self.sandbox.denial_text(ctx, policy.mode) if confined is not None and policy is not None else ""
 
         async def start(io: JobIO) -> int | None:
             stdout, stderr = JobOutput(io, "stdout"), JobOutput(io, "stderr")
+            code = await run(stdout, stderr)
+            if confined is not None and policy is not None:
+                # The same reading as in the foreground (§5): a runner failure outranks a denial;
+                # the marker lands at the end of the job's stderr, where job_output shows it.
+                tail = stderr.tail.decode(errors="replace")
+                if confined.runner_failure(code, tail) is not None:
+                    io.write("stderr", ("\n" + runner_failure_marker(policy.mode) + "\n").encode())
+                elif confined.denied(code, tail):
+                    io.write("stderr", ("\n" + denial_text + "\n").encode())
+            return code
+
+        async def run(stdout: JobOutput, stderr: JobOutput) -> int | None:
+            io = stdout.io
             try:
                 outcome = await run_group(
                     argv,
@@ -433,14 +456,21 @@ class BashTool:
 
 
 class JobOutput:
-    """Feeds one stream of a background command to its job (an ``OutputSink`` for ``run_group``)."""
+    """Feeds one stream of a background command to its job (an ``OutputSink`` for ``run_group``).
+
+    Keeps the last few KiB too, so the sandbox's stderr dialect can be read when the command ends.
+    """
+
+    TAIL_BYTES = 8192
 
     def __init__(self, io: JobIO, stream: JobStream) -> None:
         self.io = io
         self.stream: JobStream = stream
+        self.tail = b""
 
     async def feed(self, chunk: bytes) -> None:
         self.io.write(self.stream, chunk)
+        self.tail = (self.tail + chunk)[-self.TAIL_BYTES :]
 
     async def finish(self) -> None:
         return None
