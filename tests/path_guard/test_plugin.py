@@ -14,7 +14,7 @@ import pytest
 from harness_core import Allow, Harness, TextBlock, ToolCall, ToolDefinition, ToolOutput, hookimpl
 from harness_path_guard import PathGuard
 
-WORKSPACE = "/work/project"
+WORKSPACE = "/srv/project"
 
 
 def test_the_path_guard_entry_point_is_registered_in_group_harness_and_loads() -> None:
@@ -202,7 +202,7 @@ MATCHES = [
     ("**/.env", "a/../.env", True),
     ("**/.env", "../.env", True),  # escapes the workspace: ** spans outside folders too
     ("**/.env", "../../elsewhere/.env", True),
-    ("**/.env", "/home/someone/.env", True),
+    ("**/.env", "/srv/someone/.env", True),
     ("**/.env", f"{WORKSPACE}/app/.env", True),  # absolute inside the workspace
     ("**/.env", "app/.env.example", False),
     ("**/.env", "app/.envrc", False),

@@ -25,8 +25,8 @@ from harness_sandbox.backends import (
 )
 
 
-def policy(mode: str = "workspace-write", roots: tuple[str, ...] = ("/home/me/ws", "/tmp"), network: bool = False) -> SandboxPolicy:
-    return SandboxPolicy(mode=mode, workspace_root="/home/me/ws", writable_roots=roots if mode != "read-only" else (), network=network)  # type: ignore[arg-type]
+def policy(mode: str = "workspace-write", roots: tuple[str, ...] = ("/srv/ws", "/tmp"), network: bool = False) -> SandboxPolicy:
+    return SandboxPolicy(mode=mode, workspace_root="/srv/ws", writable_roots=roots if mode != "read-only" else (), network=network)  # type: ignore[arg-type]
 
 
 # --- bubblewrap ----------------------------------------------------------------------------------
@@ -36,7 +36,7 @@ BASE = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--die-with-p
 
 
 def test_bubblewrap_workspace_write_profile() -> None:
-    assert bubblewrap_args(policy()) == [*BASE, "--unshare-net", "--tmpfs", "/tmp", "--bind-try", "/home/me/ws", "/home/me/ws"]
+    assert bubblewrap_args(policy()) == [*BASE, "--unshare-net", "--tmpfs", "/tmp", "--bind-try", "/srv/ws", "/srv/ws"]
 
 
 def test_bubblewrap_keeps_the_network_when_allowed() -> None:
@@ -55,7 +55,7 @@ def test_bubblewrap_binds_a_root_under_tmp_after_the_tmpfs_and_an_ancestor_befor
 
 
 def test_bubblewrap_changes_directory_when_asked() -> None:
-    assert bubblewrap_args(policy(), cwd="/home/me/ws/sub")[-2:] == ["--chdir", "/home/me/ws/sub"]
+    assert bubblewrap_args(policy(), cwd="/srv/ws/sub")[-2:] == ["--chdir", "/srv/ws/sub"]
 
 
 def test_bubblewrap_reads_its_own_dialect() -> None:
@@ -123,7 +123,7 @@ def test_bwrap_candidates_prefer_the_bundled_binary(monkeypatch, tmp_path) -> No
 
 
 def test_landlock_arguments_allow_dev_null_and_the_writable_roots() -> None:
-    assert landlock_args(policy()) == ["--rw", "/dev/null", "--rw", "/home/me/ws", "--rw", "/tmp", "--no-network"]
+    assert landlock_args(policy()) == ["--rw", "/dev/null", "--rw", "/srv/ws", "--rw", "/tmp", "--no-network"]
     assert landlock_args(policy("read-only", network=True)) == ["--rw", "/dev/null"]
 
 

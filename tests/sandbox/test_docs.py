@@ -87,8 +87,8 @@ DATA = {
     "mode": "workspace-write",
     "mode_source": "from default",
     "network": False,
-    "workspace_root": "/home/me/project",
-    "writable_roots": ["/home/me/project", "/tmp"],
+    "workspace_root": "/srv/project",
+    "writable_roots": ["/srv/project", "/tmp"],
 }
 
 
