@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -25,10 +24,10 @@ from typing import Any, Literal
 from .config import PluginSettings
 from .errors import HarnessError
 from .hookspecs import PROJECT_NAME
+from .log import get_logger
 
 __all__ = ["LOAD_PLUGINS_ENV", "PluginLoadError", "PluginRecord", "discover_plugins", "load_module_plugins"]
 
-logger = logging.getLogger("harness")
 
 #: Restricts entry-point loading to these names when set (comma list; empty = none).
 LOAD_PLUGINS_ENV = "HARNESS_LOAD_PLUGINS"
@@ -121,7 +120,7 @@ def discover_plugins(settings: PluginSettings, register: Callable[[object, str],
         seen.setdefault(entry_point.name, record)
         records.append(record)
         if record.status == "failed" and entry_point.name not in settings.require:
-            logger.warning("plugin %r (%s) failed to load and was skipped: %s", record.name, record.origin, record.error)
+            get_logger().warning("plugin %r (%s) failed to load and was skipped: %s", record.name, record.origin, record.error)
     _check_required(settings, records)
     return records
 

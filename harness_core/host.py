@@ -8,7 +8,6 @@ plugin manager tells it when to rebuild.
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from types import CoroutineType, ModuleType, TracebackType
 from typing import Any
@@ -23,6 +22,7 @@ from .discovery import PluginRecord, discover_plugins, load_module_plugins
 from .errors import HarnessError, PluginRefusedError
 from .events import EventSink
 from .hookspecs import PROJECT_NAME, CallNext
+from .log import get_logger
 from .pipeline import DryRun, Pipeline
 from .registry import ToolDefinition, ToolRegistry
 from .signal import Dispose, Signal
@@ -44,7 +44,6 @@ from .types import (
 
 __all__ = ["CloseError", "Harness", "HookCalls"]
 
-logger = logging.getLogger("harness")
 
 #: Hooks the core walks itself; a pluggy wrapper on any of them would never run as intended.
 CORE_RUN_HOOKS = frozenset(
@@ -202,7 +201,7 @@ class HookCalls:
             try:
                 link.call(arguments)
             except Exception as exc:
-                logger.warning(
+                get_logger().warning(
                     'tool "%s" (%s): tools_result observer %r failed: %s',
                     execution.name,
                     execution.call_id,
@@ -393,7 +392,7 @@ class Harness:
         for name, plugin in self.plugins():
             self._collect_tools(name, plugin)
         for warning in self.warnings():
-            logger.warning("%s", warning)
+            get_logger().warning("%s", warning)
 
     @property
     def configured(self) -> bool:
@@ -622,7 +621,7 @@ class Harness:
                     if inspect.isawaitable(outcome):
                         await outcome
                 except Exception as exc:
-                    logger.error("plugin %r failed to close: %s: %s", name, type(exc).__name__, exc)
+                    get_logger().error("plugin %r failed to close: %s: %s", name, type(exc).__name__, exc)
                     failures.append(f'plugin "{name}": {type(exc).__name__}: {exc}')
         for _name, plugin in reversed(self.plugins()):
             self.unregister(plugin)

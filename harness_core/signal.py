@@ -8,15 +8,15 @@ wants hard interruption of its own awaits can use :meth:`Signal.cancel_scope`.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import anyio
 
+from .log import get_logger
+
 __all__ = ["Dispose", "Signal", "fuse"]
 
-logger = logging.getLogger("harness")
 
 #: Undo a registration (a listener, a tool, a plugin). Calling it twice is harmless.
 Dispose = Callable[[], None]
@@ -69,7 +69,7 @@ class Signal:
                 listener(reason)
             except Exception:
                 # One broken listener must not keep the others from hearing the abort.
-                logger.exception("signal listener %r failed", listener)
+                get_logger().exception("signal listener %r failed", listener)
 
     def on_abort(self, callback: Callable[[object], None]) -> Dispose:
         """Call ``callback(reason)`` when the signal aborts (at once if it already has)."""

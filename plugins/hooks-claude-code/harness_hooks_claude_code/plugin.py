@@ -30,12 +30,16 @@ from harness_core import (
     ToolResult,
     hookimpl,
 )
-from harness_hook_runner import HookHandler, HookOutcome, HookRun, decode_claude_code, merge, run_hooks, unique_handlers
 
 from .settings import HookSettings, load_settings
 
 if TYPE_CHECKING:
+    from harness_hook_runner import HookHandler, HookOutcome, HookRun
+
     from .config import ClaudeCodeConfig
+
+# The hook runner is imported when hooks first run, not when the entry point loads: `harness
+# plugins` and `harness --help` never need it.
 
 __all__ = ["ClaudeCodeHooks", "DEFAULT_TOOL_NAMES", "PLUGIN_NAME"]
 
@@ -138,6 +142,8 @@ class ClaudeCodeHooks:
 
     def pre_decision(self, outcomes: list[HookOutcome]) -> Deny | Ask | None:
         """The decision the hooks force, or ``None`` to continue down the waterfall."""
+        from harness_hook_runner import merge
+
         strict_denial = self.strict_failure(outcomes)
         if strict_denial is not None:
             return Deny(reason=strict_denial)
@@ -168,6 +174,8 @@ class ClaudeCodeHooks:
             return await call_next()
         payload = self.payload("PostToolUse", execution, tool, result)
         outcomes = await self.run(execution, "PostToolUse", handlers, payload)
+        from harness_hook_runner import merge
+
         merged = merge(outcomes)
         contexts = (
             [ContextMessage(content=[TextBlock(text=merged.additional_context)], source=PLUGIN_NAME)]
@@ -234,6 +242,8 @@ class ClaudeCodeHooks:
         self, execution: Execution, event: str, handlers: list[HookHandler], payload: dict[str, Any]
     ) -> list[HookOutcome]:
         """Run the handlers in parallel, record ``hook/invoked``/``hook/result``, decode each run."""
+        from harness_hook_runner import decode_claude_code, run_hooks, unique_handlers
+
         assert self.settings is not None
         unique = unique_handlers(handlers)  # A.4: an identical handler runs once
         for handler in unique:
@@ -273,6 +283,7 @@ class ClaudeCodeHooks:
     async def test_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run the PreToolUse hooks for a call to ``name`` and report each hook and the verdict."""
         from harness_core import Signal
+        from harness_hook_runner import decode_claude_code, run_hooks
 
         assert self.settings is not None
         tool = self.tool_names.get(name, name)

@@ -12,9 +12,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness_hook_runner import HookHandler
+if TYPE_CHECKING:
+    # The runner package spawns processes (anyio subprocess support): imported only when settings
+    # are actually read, so loading the plugin's entry point stays quick.
+    from harness_hook_runner import HookHandler
 
 __all__ = ["BRIDGED_EVENTS", "KNOWN_EVENTS", "HookSettings", "Matcher", "load_settings"]
 
@@ -183,4 +186,6 @@ def _handler(
         settings.notes.append(("warning", f"{where}: hook {command!r} has a bad timeout {timeout!r}; default used"))
         timeout = None
     command = command.replace("${CLAUDE_PROJECT_DIR}", str(project_dir))
+    from harness_hook_runner import HookHandler
+
     return HookHandler(command=command, timeout_s=float(timeout) if timeout is not None else None, source=str(path), matcher=matcher)

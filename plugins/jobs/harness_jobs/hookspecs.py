@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from harness_core import hookspec
-from harness_core.jobs import JobIO, JobRequest
+
+if TYPE_CHECKING:
+    from harness_core.jobs import JobIO, JobRequest
 
 __all__ = ["JobExecutor", "jobs_backend"]
 
