@@ -390,3 +390,12 @@ async def test_a_failing_post_tool_use_hook_blocks_only_when_strict(project):
     assert not (await make(project).execute(call(command="ls"))).is_error
     result = await make(project, {"strict": True}).execute(call(command="ls"))
     assert result.is_error and "'exit 1'" in error_text(result)
+
+
+def test_doctor_lists_each_hook_with_its_matcher_and_warns_when_not_strict(project):
+    settings(project, {"PreToolUse": [group("echo checking", matcher="Bash|Write")]})
+    report = [(level, message) for source, level, message in make(project).diagnose() if source != "core"]
+    assert ("info", "PreToolUse [Bash|Write]: echo checking") in report
+    assert any(level == "warning" and message.startswith("not strict:") for level, message in report)
+    strict = [(level, message) for _s, level, message in make(project, {"strict": True}).diagnose()]
+    assert not any(message.startswith("not strict:") for _level, message in strict)

@@ -114,10 +114,19 @@ class ClaudeCodeHooks:
         counts = ", ".join(f"{event}: {len(entries)}" for event, entries in self.hooks.entries.items())
         files = ", ".join(self.hooks.files) or "none found"
         strict = self.settings is not None and self.settings.strict
-        return [
-            ("info", f"hooks from {files} ({counts}); strict = {str(strict).lower()}"),
-            *self.hooks.notes,
-        ]
+        found: list[tuple[str, str]] = [("info", f"hooks from {files} ({counts}); strict = {str(strict).lower()}")]
+        for event, entries in self.hooks.entries.items():
+            for entry in entries:
+                found.append(("info", f"{event} [{entry.matcher.text or '*'}]: {entry.handler.command}"))
+        if not strict and any(self.hooks.entries.values()):
+            found.append(
+                (
+                    "warning",
+                    "not strict: a hook that fails, times out or prints malformed output does not deny "
+                    "(set strict = true under [hooks.claude_code] to fail closed)",
+                )
+            )
+        return [*found, *self.hooks.notes]
 
     @hookimpl
     def harness_register_commands(self, register: Callable[..., None]) -> None:
