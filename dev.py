@@ -113,7 +113,7 @@ def run_tests(rest: list[str]) -> int:
 
 def bench(rest: list[str]) -> int:
     """Every benchmark in bench/, each recording its figures in docs/performance.md."""
-    for script in ("pipeline_overhead.py", "startup.py", "sandbox_spawn.py"):
+    for script in ("pipeline_overhead.py", "startup.py", "sandbox_spawn.py", "hook_bridge.py"):
         status = subprocess.run([str(python()), str(ROOT / "bench" / script), "--write", *rest], cwd=ROOT).returncode
         if status != 0:
             return status

@@ -51,3 +51,15 @@ def test_the_startup_benchmark_runs_every_command_and_reports_ratios():
     assert set(figures) == {"baseline", "help", "plugins"} and all(value > 0 for value in figures.values())
     text = bench.report(figures, 1)
     assert "`harness --help`" in text and "`harness plugins`" in text
+
+
+def test_the_hook_bridge_benchmark_measures_both_hooks_and_the_parallel_case():
+    path = BENCH.with_name("hook_bridge.py")
+    spec = importlib.util.spec_from_file_location("hook_bridge_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    figures = bench.measure(10)
+    assert set(figures) == {"python_bridge", "python_direct", "shell_bridge", "shell_direct", "four_sleeping"}
+    assert figures["four_sleeping"] >= 200  # the hooks really ran
+    assert "Four matching hooks" in bench.report(figures, 10)
