@@ -383,7 +383,9 @@ def _leaves(value: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
 def grow_only_paths(sections: Mapping[str, type[pydantic.BaseModel]]) -> frozenset[tuple[str, ...]]:
     """Every ``section.field`` (nested models included) whose field is marked :class:`GrowOnly`."""
     paths: set[tuple[str, ...]] = set()
-    stack: list[tuple[tuple[str, ...], type[pydantic.BaseModel]]] = [((name,), model) for name, model in sections.items()]
+    stack: list[tuple[tuple[str, ...], type[pydantic.BaseModel]]] = [
+        (tuple(name.split(".")), model) for name, model in sections.items()
+    ]
     while stack:
         prefix, model = stack.pop()
         for field_name, info in model.model_fields.items():
@@ -410,6 +412,26 @@ def _origin_of(path: tuple[str, ...], origins: Mapping[tuple[str, ...], str]) ->
     return "config"
 
 
+def _containers(sections: Mapping[str, type[pydantic.BaseModel]]) -> set[tuple[str, ...]]:
+    """The tables that only hold dotted sections: ``("hooks",)`` for ``hooks.claude_code``."""
+    found: set[tuple[str, ...]] = set()
+    for name in sections:
+        parts = tuple(name.split("."))
+        for length in range(1, len(parts)):
+            found.add(parts[:length])
+    return found
+
+
+def _section_table(merged: Mapping[str, Any], parts: tuple[str, ...]) -> Any:
+    """The raw table at ``parts`` (``{}`` where the files do not have it)."""
+    table: Any = merged
+    for part in parts:
+        if not isinstance(table, dict):
+            return table
+        table = table.get(part, {})
+    return table
+
+
 def _validate_sections(
     merged: Mapping[str, Any],
     sections: Mapping[str, type[pydantic.BaseModel]],
@@ -417,29 +439,43 @@ def _validate_sections(
 ) -> dict[str, pydantic.BaseModel]:
     problems: list[ConfigProblem] = []
     validated: dict[str, pydantic.BaseModel] = {}
-    for key in merged:
-        if key not in sections and key not in RESERVED_KEYS:
-            known = ", ".join(sorted(sections))
+    containers = _containers(sections)
+    known = ", ".join(sorted(sections))
+    # Every table on the way to a section must hold only sections (or tables leading to them).
+    pending: list[tuple[tuple[str, ...], Mapping[str, Any]]] = [((), merged)]
+    while pending:
+        prefix, table = pending.pop()
+        for key, value in table.items():
+            here = (*prefix, key)
+            if not prefix and key in RESERVED_KEYS:
+                continue
+            dotted = ".".join(here)
+            if dotted in sections:
+                continue
+            if here in containers and isinstance(value, dict):
+                pending.append((here, value))
+                continue
             problems.append(
                 ConfigProblem(
-                    file=_origin_of((key,), origins),
-                    key=key,
-                    problem=f"unknown section or key [{key}]",
+                    file=_origin_of(here, origins),
+                    key=dotted,
+                    problem=f"unknown section or key [{dotted}]",
                     fix=f"known sections: {known}; a plugin's section exists only while that plugin is loaded",
                 )
             )
     for name, model in sections.items():
-        raw = merged.get(name, {})
+        parts = tuple(name.split("."))
+        raw = _section_table(merged, parts)
         if not isinstance(raw, dict):
             problems.append(
-                ConfigProblem(file=_origin_of((name,), origins), key=name, problem=f"must be a table, got {type(raw).__name__}")
+                ConfigProblem(file=_origin_of(parts, origins), key=name, problem=f"must be a table, got {type(raw).__name__}")
             )
             continue
         try:
             validated[name] = model.model_validate(raw)
         except pydantic.ValidationError as exc:
             for error in exc.errors():
-                path = (name, *(str(part) for part in error["loc"]))
+                path = (*parts, *(str(part) for part in error["loc"]))
                 problem = error["msg"]
                 if error["type"] == "extra_forbidden":
                     problem = "unknown key"
@@ -530,10 +566,15 @@ def compose(
         data = {key: value for key, value in layer.data.items() if key not in RESERVED_KEYS}
         _merge(merged, data, grow_only, origins, layer.label)
     validated = _validate_sections(merged, all_sections, origins)
+    values: dict[str, Any] = {}
     for name, model in validated.items():
+        parts = tuple(name.split("."))
         for field_name in type(model).model_fields:
-            origins.setdefault((name, field_name), "default")
-    values = {name: model.model_dump(mode="json") for name, model in validated.items()}
+            origins.setdefault((*parts, field_name), "default")
+        table = values
+        for part in parts[:-1]:
+            table = table.setdefault(part, {})
+        table[parts[-1]] = model.model_dump(mode="json")
     return HarnessConfig(
         sections=validated,
         values=values,

@@ -78,7 +78,8 @@ def harness_register_config(register: Callable[[str, type[BaseModel]], None]) ->
 
     When: once, right after the plugins are registered and before the configuration is composed.
     May: register one or more sections, each a pydantic model with ``extra="forbid"`` (unknown
-    keys must be errors); mark deny-type list fields with ``harness_core.DenyList`` so no later
+    keys must be errors); a dotted name (``"hooks.codex"``) puts the section in a table shared
+    with other plugins' sections; mark deny-type list fields with ``harness_core.DenyList`` so no later
     layer or preset can remove an entry.
     Must not: register a section another plugin or the core owns (``plugins``, ``session``).
     Default: no section.

@@ -249,10 +249,18 @@ class CloseError(HarnessError):
 
 
 def _check_section(name: object, model: object, plugin: str, owners: Mapping[str, str]) -> None:
-    if not isinstance(name, str) or not name.isidentifier():
-        raise PluginRefusedError(f'plugin "{plugin}" registered config section {name!r}; use a name like "path_guard"')
-    if name in owners or name in ("preset", "presets"):
+    if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
+        raise PluginRefusedError(
+            f'plugin "{plugin}" registered config section {name!r}; use a name like "path_guard" or "hooks.codex"'
+        )
+    if name in owners or name.split(".")[0] in ("preset", "presets"):
         raise PluginRefusedError(f'plugin "{plugin}" registered config section [{name}], which {owners.get(name, "the core")} owns')
+    for owned in owners:
+        # A section cannot sit inside another one, or hold one: [hooks] and [hooks.codex] would clash.
+        if owned.startswith(name + ".") or name.startswith(owned + "."):
+            raise PluginRefusedError(
+                f'plugin "{plugin}" registered config section [{name}], which overlaps [{owned}] of {owners[owned]}'
+            )
     if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
         raise PluginRefusedError(f'plugin "{plugin}" registered config section [{name}] with {model!r}; expected a pydantic model class')
     if model.model_config.get("extra") != "forbid":

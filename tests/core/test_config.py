@@ -266,3 +266,46 @@ def test_a_section_in_the_files_needs_its_plugin_at_start_up():
     # is an unknown section, never silently ignored.
     with pytest.raises(ConfigError, match=r"unknown section or key \[guard\]"):
         Harness(config={"guard": {"limit": 2}})
+
+
+class DialectA(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    strict: bool = False
+
+
+class BridgeA:
+    def __init__(self, name: str = "hooks.alpha") -> None:
+        self.name, self.seen = name, None
+
+    @hookimpl
+    def harness_register_config(self, register):
+        register(self.name, DialectA)
+
+    @hookimpl
+    def harness_configure(self, config):
+        self.seen = config.section(self.name)
+
+
+def test_two_plugins_share_a_parent_table_through_dotted_sections(tmp_path):
+    alpha, beta = BridgeA("hooks.alpha"), BridgeA("hooks.beta")
+    source = project(tmp_path, "[hooks.alpha]\nstrict = true\n")
+    harness = Harness(plugins=[alpha, beta], config=source)
+    assert alpha.seen.strict is True and beta.seen.strict is False
+    assert harness.config.origin("hooks.alpha.strict") == "harness.toml"
+    assert harness.config.values["hooks"] == {"alpha": {"strict": True}, "beta": {"strict": False}}
+
+
+def test_an_unknown_table_under_a_dotted_parent_is_named(tmp_path):
+    with pytest.raises(ConfigError, match=r"harness.toml: hooks.gamma: unknown section or key \[hooks.gamma\]"):
+        Harness(plugins=[BridgeA()], config=project(tmp_path, "[hooks.gamma]\nx = 1\n"))
+
+
+def test_a_key_error_in_a_dotted_section_names_the_full_path(tmp_path):
+    with pytest.raises(ConfigError, match="harness.toml: hooks.alpha.strct: unknown key"):
+        Harness(plugins=[BridgeA()], config=project(tmp_path, "[hooks.alpha]\nstrct = true\n"))
+
+
+def test_a_section_cannot_hold_or_sit_inside_another_plugins_section():
+    with pytest.raises(PluginRefusedError, match=r"\[hooks\], which overlaps \[hooks.alpha\]"):
+        Harness(plugins=[BridgeA("hooks.alpha"), BridgeA("hooks")])

@@ -1,12 +1,10 @@
-"""The [hooks] section: [hooks.claude_code] for this bridge, [hooks.codex] kept for the Codex bridge."""
+"""The [hooks.claude_code] section: which settings files to read and how hook failures count."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pydantic
 
-__all__ = ["ClaudeCodeConfig", "HooksConfig"]
+__all__ = ["ClaudeCodeConfig"]
 
 
 class ClaudeCodeConfig(pydantic.BaseModel):
@@ -31,15 +29,4 @@ class ClaudeCodeConfig(pydantic.BaseModel):
     )
     max_output_bytes: pydantic.PositiveInt = pydantic.Field(
         default=1_000_000, description="bytes kept of each hook's stdout and of its stderr"
-    )
-
-
-class HooksConfig(pydantic.BaseModel):
-    """[hooks]: one table per dialect. The core's sections are top-level, so this bridge owns [hooks]."""
-
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-    claude_code: ClaudeCodeConfig = pydantic.Field(default_factory=ClaudeCodeConfig)
-    codex: dict[str, Any] = pydantic.Field(
-        default_factory=dict, description="read by the Codex bridge; accepted here unchecked"
     )

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 __all__ = ["ClaudeCodeHooks", "DEFAULT_TOOL_NAMES", "PLUGIN_NAME"]
 
 PLUGIN_NAME = "claude-code"
+#: The config section this bridge owns (another bridge owns [hooks.codex]).
+SECTION = "hooks.claude_code"
 #: Harness tool name -> the Claude Code name hooks match on (C.13 tool-name aliasing).
 DEFAULT_TOOL_NAMES: dict[str, str] = {"bash": "Bash", "read": "Read", "write": "Write", "edit": "Edit"}
 #: C.7: the reason of a deny that gave none.
@@ -81,13 +83,13 @@ class ClaudeCodeHooks:
 
     @hookimpl
     def harness_register_config(self, register: Callable[[str, type[Any]], None]) -> None:
-        from .config import HooksConfig
+        from .config import ClaudeCodeConfig
 
-        register("hooks", HooksConfig)
+        register(SECTION, ClaudeCodeConfig)
 
     @hookimpl
     def harness_configure(self, config: HarnessConfig) -> None:
-        section = config.section("hooks").claude_code
+        section = config.section(SECTION)
         self.settings = section
         self.project_dir = config.project_dir
         self.tool_names = {**DEFAULT_TOOL_NAMES, **section.tool_names}
