@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from importlib.metadata import entry_points
@@ -125,6 +126,7 @@ async def test_deny_with_a_reason_denies(project):
     assert result.is_error and error_text(result) == "Error: no rm"
 
 
+@pytest.mark.skipif(shutil.which("jq") is None, reason="needs jq on PATH (.ci/run installs it)")
 @pytest.mark.anyio
 async def test_a_shell_script_reads_stdin_without_a_trailing_newline_and_denies(project, tmp_path):
     raw = tmp_path / "raw"
