@@ -7,6 +7,7 @@ outcomes, most restrictive first (deny > ask > allow > pass).
 """
 
 from .codec import Decision, HookOutcome, decode_claude_code, merge
+from .records import SUMMARY_MAX, result_record
 from .runner import DEFAULT_MAX_OUTPUT_BYTES, HookHandler, HookRun, run_hook, run_hooks, unique_handlers
 
 __all__ = [
@@ -15,8 +16,10 @@ __all__ = [
     "HookHandler",
     "HookOutcome",
     "HookRun",
+    "SUMMARY_MAX",
     "decode_claude_code",
     "merge",
+    "result_record",
     "run_hook",
     "run_hooks",
     "unique_handlers",

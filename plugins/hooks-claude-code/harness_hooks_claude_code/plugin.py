@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +30,12 @@ from harness_core import (
     ToolResult,
     hookimpl,
 )
+from harness_core.lossless import thaw
 
 from .settings import HookSettings, load_settings
 
 if TYPE_CHECKING:
-    from harness_hook_runner import HookHandler, HookOutcome, HookRun
+    from harness_hook_runner import HookHandler, HookOutcome
 
     from .config import ClaudeCodeConfig
 
@@ -51,22 +52,8 @@ DEFAULT_TOOL_NAMES: dict[str, str] = {"bash": "Bash", "read": "Read", "write": "
 #: C.7: the reason of a deny that gave none.
 FALLBACK_DENY = "blocked by PreToolUse hook"
 FALLBACK_BLOCK = "blocked by PostToolUse hook"
-STDERR_SUMMARY_MAX = 500
 
 
-def _thaw(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(key): _thaw(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(item) for item in value]
-    return value
-
-
-def _summary(text: str) -> str | None:
-    stripped = text.strip()
-    if not stripped:
-        return None
-    return stripped if len(stripped) <= STDERR_SUMMARY_MAX else stripped[:STDERR_SUMMARY_MAX] + "…"
 
 
 class ClaudeCodeHooks:
@@ -226,7 +213,7 @@ class ClaudeCodeHooks:
 
     def payload(self, event: str, execution: Execution, tool: str, result: ToolResult | None = None) -> dict[str, Any]:
         """The stdin object of A.5/A.8/A.9 (``permission_mode``, ``prompt_id`` and ``effort`` omitted)."""
-        tool_input = _thaw(execution.arguments)
+        tool_input = thaw(execution.arguments)
         if not isinstance(tool_input, dict):
             tool_input = {}
         path = tool_input.get("file_path")
@@ -253,7 +240,7 @@ class ClaudeCodeHooks:
         self, execution: Execution, event: str, handlers: list[HookHandler], payload: dict[str, Any]
     ) -> list[HookOutcome]:
         """Run the handlers in parallel, record ``hook/invoked``/``hook/result``, decode each run."""
-        from harness_hook_runner import decode_claude_code, run_hooks, unique_handlers
+        from harness_hook_runner import decode_claude_code, result_record, run_hooks, unique_handlers
 
         assert self.settings is not None
         unique = unique_handlers(handlers)  # A.4: an identical handler runs once
@@ -273,7 +260,7 @@ class ClaudeCodeHooks:
         )
         outcomes = [decode_claude_code(run, event) for run in runs]
         for run, outcome in zip(runs, outcomes, strict=True):
-            execution.record_event("hook/result", _result_event(event, run, outcome))
+            execution.record_event("hook/result", result_record(PLUGIN_NAME, event, run, outcome))
         return outcomes
 
     # --- harness hooks test ------------------------------------------------------------------
@@ -294,7 +281,7 @@ class ClaudeCodeHooks:
     async def test_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run the PreToolUse hooks for a call to ``name`` and report each hook and the verdict."""
         from harness_core import Signal
-        from harness_hook_runner import decode_claude_code, run_hooks
+        from harness_hook_runner import decode_claude_code, result_record, run_hooks
 
         assert self.settings is not None
         tool = self.tool_names.get(name, name)
@@ -322,7 +309,7 @@ class ClaudeCodeHooks:
         verdict = {Deny: "deny", Ask: "ask"}.get(type(decision), "allow") if decision is not None else "continue"
         return {
             "tool_name": tool,
-            "hooks": [_result_event("PreToolUse", run, outcome) for run, outcome in zip(runs, outcomes, strict=True)],
+            "hooks": [result_record(PLUGIN_NAME, "PreToolUse", run, outcome) for run, outcome in zip(runs, outcomes, strict=True)],
             "decision": verdict,
             "reason": getattr(decision, "reason", None),
         }
@@ -337,38 +324,8 @@ def _setup_command(parser: argparse.ArgumentParser) -> None:
 
 def _tool_response(result: ToolResult) -> dict[str, Any]:
     # A.9 / C.13: tool_response is an object (cchooks rejects anything else).
-    value = _thaw(result.value)
+    value = thaw(result.value)
     if isinstance(value, dict):
         return value
     text = "".join(block.text for block in result.content if isinstance(block, TextBlock))
     return {"value": value, "text": text}
-
-
-def _result_event(event: str, run: HookRun, outcome: HookOutcome) -> dict[str, Any]:
-    decision = outcome.decision
-    if outcome.error is not None:
-        label = "error"
-    elif decision == "pass" and outcome.stop:
-        label = "stop"
-    else:
-        label = decision
-    data: dict[str, Any] = {
-        "dialect": PLUGIN_NAME,
-        "event": event,
-        "command": run.command,
-        "decision": label,
-        "duration_ms": run.duration_ms,
-        "exit_code": run.exit_code,
-        "timed_out": run.timed_out,
-    }
-    summary = _summary(run.stderr)
-    if summary is not None:
-        data["stderr_summary"] = summary
-    if outcome.error is not None:
-        data["error"] = outcome.error
-    if outcome.updated_input is not None:
-        data["updated_input"] = outcome.updated_input
-    if outcome.system_message is not None:
-        data["system_message"] = outcome.system_message[:STDERR_SUMMARY_MAX]
-    return data
-

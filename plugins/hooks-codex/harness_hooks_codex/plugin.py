@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from harness_core import (
     ToolResult,
     hookimpl,
 )
+from harness_core.lossless import thaw
 
 from .hookfile import CodexHookFiles, load_files
 
@@ -48,22 +49,8 @@ SECTION = "hooks.codex"
 DEFAULT_TOOL_NAMES: dict[str, str] = {"bash": "Bash", "write": "apply_patch", "edit": "apply_patch"}
 FALLBACK_DENY = "blocked by PreToolUse hook"
 FALLBACK_STOP = "PostToolUse hook stopped execution"
-STDERR_SUMMARY_MAX = 500
 
 
-def _thaw(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(key): _thaw(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(item) for item in value]
-    return value
-
-
-def _summary(text: str) -> str | None:
-    stripped = text.strip()
-    if not stripped:
-        return None
-    return stripped if len(stripped) <= STDERR_SUMMARY_MAX else stripped[:STDERR_SUMMARY_MAX] + "…"
 
 
 def _patch(name: str, arguments: dict[str, Any]) -> str:
@@ -256,7 +243,7 @@ class CodexHooks:
         result: ToolResult | None = None,
     ) -> dict[str, Any]:
         """The stdin object of B.5: Bash and apply_patch get ``{command}``, other tools their arguments."""
-        args = _thaw(arguments)
+        args = thaw(arguments)
         if not isinstance(args, dict):
             args = {}
         if tool == "Bash":
@@ -314,6 +301,8 @@ class CodexHooks:
         self, execution: Execution, event: str, handlers: list[HookHandler], payload: dict[str, Any]
     ) -> list[HookOutcome]:
         """Run the handlers, record ``hook/invoked``/``hook/result``, decode each run (B.6)."""
+        from harness_hook_runner import result_record
+
         from .codec import decode_codex
 
         for handler in handlers:
@@ -330,7 +319,7 @@ class CodexHooks:
         runs = await self.run_handlers(handlers, payload, execution.signal)
         outcomes = [decode_codex(run, event) for run in runs]
         for run, outcome in zip(runs, outcomes, strict=True):
-            execution.record_event("hook/result", _result_event(event, run, outcome))
+            execution.record_event("hook/result", result_record(PLUGIN_NAME, event, run, outcome))
         return outcomes
 
     # --- harness codex-hooks test ------------------------------------------------------------
@@ -354,6 +343,7 @@ class CodexHooks:
     async def test_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run the PreToolUse hooks for a call to ``name`` and report each hook and the verdict."""
         from harness_core import Signal
+        from harness_hook_runner import result_record
 
         from .codec import decode_codex
 
@@ -365,7 +355,7 @@ class CodexHooks:
         decision = self.pre_decision(outcomes)
         return {
             "tool_name": tool,
-            "hooks": [_result_event("PreToolUse", run, outcome) for run, outcome in zip(runs, outcomes, strict=True)],
+            "hooks": [result_record(PLUGIN_NAME, "PreToolUse", run, outcome) for run, outcome in zip(runs, outcomes, strict=True)],
             "decision": "deny" if decision is not None else "continue",
             "reason": decision.reason if decision is not None else None,
         }
@@ -380,37 +370,7 @@ def _setup_command(parser: argparse.ArgumentParser) -> None:
 
 def _tool_response(result: ToolResult) -> Any:
     # B.5: Codex sends the tool's output; we send the value when it is an object, else the text.
-    value = _thaw(result.value)
+    value = thaw(result.value)
     if isinstance(value, dict):
         return value
     return "".join(block.text for block in result.content if isinstance(block, TextBlock))
-
-
-def _result_event(event: str, run: HookRun, outcome: HookOutcome) -> dict[str, Any]:
-    if outcome.error is not None:
-        label = "error"
-    elif outcome.decision == "pass" and outcome.stop:
-        label = "stop"
-    else:
-        label = outcome.decision
-    data: dict[str, Any] = {
-        "dialect": PLUGIN_NAME,
-        "event": event,
-        "command": run.command,
-        "decision": label,
-        "duration_ms": run.duration_ms,
-        "exit_code": run.exit_code,
-        "timed_out": run.timed_out,
-    }
-    summary = _summary(run.stderr)
-    if summary is not None:
-        data["stderr_summary"] = summary
-    if outcome.error is not None:
-        data["error"] = outcome.error
-    if outcome.updated_input is not None:
-        data["updated_input"] = outcome.updated_input
-    if outcome.system_message is not None:
-        data["system_message"] = outcome.system_message[:STDERR_SUMMARY_MAX]
-    if outcome.additional_context is not None:
-        data["additional_context"] = outcome.additional_context[:STDERR_SUMMARY_MAX]
-    return data
