@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -51,6 +52,16 @@ def _open(args: argparse.Namespace, *, events: bool = False, configure: bool = T
         directory = Path(args.project) / harness.config.section("session").dir
         harness.events = SessionLog(directory)
     return harness
+
+
+@contextmanager
+def _opened(args: argparse.Namespace, *, events: bool = False, configure: bool = True) -> Iterator[Harness]:
+    """The project's Harness for one command, always closed afterwards."""
+    harness = _open(args, events=events, configure=configure)
+    try:
+        yield harness
+    finally:
+        _close(harness)
 
 
 def _close(harness: Harness) -> None:
@@ -106,8 +117,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     from . import hookspecs
 
     # Listing plugins needs no configuration: skipping it keeps this command quick.
-    harness = _open(args, configure=False)
-    try:
+    with _opened(args, configure=False) as harness:
         spec_names = [name for name in vars(hookspecs) if callable(getattr(hookspecs, name)) and hasattr(getattr(hookspecs, name), "harness_spec")]
         positions: dict[str, dict[str, str]] = {}
         for hook_name in spec_names:
@@ -158,13 +168,10 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             for hook, position in row["hooks"].items():
                 _out(f"    {hook}  {position}")
         return EXIT_OK
-    finally:
-        _close(harness)
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    harness = _open(args)
-    try:
+    with _opened(args) as harness:
         schemas = harness.tools.schemas()
         if args.json:
             _out(json.dumps(schemas, indent=2))
@@ -175,8 +182,6 @@ def cmd_tools(args: argparse.Namespace) -> int:
             _out(f"{schema['name']}: {schema['description'].splitlines()[0] if schema['description'] else ''}")
             _out(_indent(json.dumps(schema["parameters"], indent=2)))
         return EXIT_OK
-    finally:
-        _close(harness)
 
 
 def _pending_card(harness: Harness, name: str, arguments: Any) -> str:
@@ -208,8 +213,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     from .types import ToolCall
 
     arguments = _parse_arguments(args.arguments)
-    harness = _open(args, events=not args.dry_run)
-    try:
+    with _opened(args, events=not args.dry_run) as harness:
         call = ToolCall(call_id="cli-1", name=args.name, arguments=arguments, agent=args.agent)
         if args.dry_run:
             verdict = anyio.run(harness.dry_run, call)
@@ -232,8 +236,6 @@ def cmd_call(args: argparse.Namespace) -> int:
             _out(_result_card(result))
             _log_location(harness)
         return EXIT_FAILED if result.is_error else EXIT_OK
-    finally:
-        _close(harness)
 
 
 def _log_location(harness: Harness) -> None:
@@ -392,8 +394,7 @@ def _config_files(harness: Harness) -> list[str]:
 def cmd_docs(args: argparse.Namespace) -> int:
     from .docsgen import generated_docs
 
-    harness = _open(args)
-    try:
+    with _opened(args) as harness:
         out = args.out or Path(args.project) / "docs"
         stale = []
         for relative, text in generated_docs(harness).items():
@@ -413,8 +414,6 @@ def cmd_docs(args: argparse.Namespace) -> int:
         if args.check:
             _out("generated docs are up to date")
         return EXIT_OK
-    finally:
-        _close(harness)
 
 
 def _flatten(values: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
@@ -432,8 +431,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         raise UsageError("harness config needs an action: show, check or init")
     if action == "init":
         return _config_init(args)
-    harness = _open(args)
-    try:
+    with _opened(args) as harness:
         config = harness.config
         if action == "check":
             files = _config_files(harness)
@@ -455,8 +453,6 @@ def cmd_config(args: argparse.Namespace) -> int:
         header = {"preset": list(config.presets)} if config.presets else {}
         _out(tomli_w.dumps({**header, **config.values}).rstrip())
         return EXIT_OK
-    finally:
-        _close(harness)
 
 
 def _config_init(args: argparse.Namespace) -> int:
@@ -465,11 +461,8 @@ def _config_init(args: argparse.Namespace) -> int:
     target = Path(args.project) / "harness.toml"
     if target.exists() and not args.force:
         raise UsageError(f"{target} already exists; use --force to overwrite it")
-    harness = _open(args)
-    try:
+    with _opened(args) as harness:
         target.write_text(starter_config(harness), encoding="utf-8")
-    finally:
-        _close(harness)
     _out(f"wrote {target}")
     return EXIT_OK
 
@@ -477,8 +470,7 @@ def _config_init(args: argparse.Namespace) -> int:
 def cmd_presets(args: argparse.Namespace) -> int:
     from .config import effective_preset
 
-    harness = _open(args)
-    try:
+    with _opened(args) as harness:
         config = harness.config
         rows: list[dict[str, Any]] = []
         for name, preset in sorted(config.available_presets.items()):
@@ -508,8 +500,6 @@ def cmd_presets(args: argparse.Namespace) -> int:
             for path, value in _flatten(row["settings"]):
                 _out(f"    {'.'.join(path)} = {json.dumps(value)}")
         return EXIT_OK
-    finally:
-        _close(harness)
 
 
 def cmd_log(args: argparse.Namespace) -> int:
@@ -517,11 +507,8 @@ def cmd_log(args: argparse.Namespace) -> int:
     from .session_log import find_session, follow_session, read_session, render_card
 
     # The log folder may come from any layer, presets included, so compose the configuration.
-    harness = _open(args)
-    try:
+    with _opened(args) as harness:
         directory = Path(args.project) / harness.config.section("session").dir
-    finally:
-        _close(harness)
     try:
         path = find_session(directory, args.session)
     except HarnessError as exc:
