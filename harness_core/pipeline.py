@@ -279,7 +279,6 @@ class Pipeline:
 
     async def execute(self, call: ToolCall) -> ToolResult:
         """Run one call through every stage; the returned object is the one observers saw."""
-        self._log_call(call)
         state, failure = self._create(call)
         if failure is not None:
             return self._finish(state, failure)
@@ -293,15 +292,6 @@ class Pipeline:
                 self._record_cancelled(state)
             raise
         return self._finish(state, result)
-
-    def _log_call(self, call: ToolCall) -> None:
-        if self.sink is not None:
-            arguments = call.arguments
-            try:
-                arguments = snapshot(arguments)
-            except LosslessJSONError:
-                arguments = repr(arguments)
-            self.sink.append("tool/call", {"call_id": call.call_id, "name": call.name, "arguments": arguments})
 
     def _record_cancelled(self, state: _CallState) -> None:
         """The awaiting task was cancelled: abort the signal and still record the outcome."""
@@ -322,10 +312,15 @@ class Pipeline:
         definition = self.registry.get(name)
         finalizer = definition.finalize_content if definition is not None else None
         failure: ToolResult | None = None
+        raw = call.arguments
         try:
-            arguments = snapshot(call.arguments)
+            arguments = snapshot(raw)
         except LosslessJSONError:
             arguments, failure = None, error_result(TypeError(ARGUMENTS_NOT_JSON))
+        if self.sink is not None:
+            # tool/call is the call's first event; the snapshot taken for policy is the one logged.
+            logged = arguments if failure is None else repr(raw)
+            self.sink.append("tool/call", {"call_id": call_id, "name": name, "arguments": logged})
         execution = new_execution(
             call_id=call_id,
             name=name,
@@ -691,7 +686,6 @@ class _Batch:
                 state = self.states[index]
                 if state is None:
                     call = self._call_for(original)
-                    pipeline._log_call(call)
                     state, _ = pipeline._create(call)
                 state.caller_signal.abort(reason)
                 self.results[index] = pipeline._finish(state, abort_result(state.body_invoked, tuple(state.deferred)))
@@ -709,7 +703,6 @@ class _Batch:
                 if self.signal is not None and self.signal.aborted:
                     break
                 call = self._call_for(original)
-                pipeline._log_call(call)
                 state, result = pipeline._create(call)
                 self.states[index] = state
                 if parallel is False:
@@ -731,7 +724,6 @@ class _Batch:
         # the finalizer and tools_result, like any other call.
         for index in range(self.started, len(self.calls)):
             call = self._call_for(self.calls[index])
-            pipeline._log_call(call)
             state, result = pipeline._create(call)
             self.results[index] = pipeline._finish(state, result or abort_result(False))
         return [result for result in self.results if result is not None]
