@@ -47,7 +47,9 @@ def compile_sources() -> None:
     An editable install runs the sources in place; where PYTHONDONTWRITEBYTECODE is set nothing
     ever writes their .pyc files, and every start would pay for compiling them.
     """
-    targets = [ROOT / "harness_core", ROOT / "harness_cli.py", *sorted((ROOT / "contrib").glob("*/harness_*"))]
+    targets = [ROOT / "harness_core", ROOT / "harness_cli.py"]
+    for folder in ("plugins", "contrib"):
+        targets += sorted((ROOT / folder).glob("*/harness_*"))
     subprocess.run([sys.executable, "-m", "compileall", "-q", *map(str, targets)], check=True)
 
 

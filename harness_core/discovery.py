@@ -17,11 +17,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Literal
 
 from .config import PluginSettings
+from .entrypoints import FoundEntryPoint, find_entry_points
 from .errors import HarnessError
 from .hookspecs import PROJECT_NAME
 from .log import get_logger
@@ -72,9 +72,9 @@ def _instantiate(obj: Any) -> Any:
     return obj() if inspect.isclass(obj) else obj
 
 
-def _ordered(found: list[EntryPoint], pinned: Sequence[str]) -> list[EntryPoint]:
+def _ordered(found: list[FoundEntryPoint], pinned: Sequence[str]) -> list[FoundEntryPoint]:
     rank = {name: index for index, name in enumerate(pinned)}
-    return sorted(found, key=lambda ep: (rank.get(ep.name, len(rank)), ep.name, ep.dist.name if ep.dist else ""))
+    return sorted(found, key=lambda ep: (rank.get(ep.name, len(rank)), ep.name, ep.distribution or ""))
 
 
 def discover_plugins(settings: PluginSettings, register: Callable[[object, str], object]) -> list[PluginRecord]:
@@ -87,14 +87,12 @@ def discover_plugins(settings: PluginSettings, register: Callable[[object, str],
     blocked = set(settings.block)
     records: list[PluginRecord] = []
     seen: dict[str, PluginRecord] = {}
-    for entry_point in _ordered(list(entry_points(group=PROJECT_NAME)), settings.order):
-        dist = entry_point.dist
-        distribution, version = (dist.name, dist.version) if dist is not None else (None, None)
+    for entry_point in _ordered(find_entry_points(PROJECT_NAME), settings.order):
         common: dict[str, Any] = {
             "name": entry_point.name,
             "value": entry_point.value,
-            "distribution": distribution,
-            "version": version,
+            "distribution": entry_point.distribution,
+            "version": entry_point.version,
         }
         if entry_point.name in seen:
             other = seen[entry_point.name]
