@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     tools = commands.add_parser("tools", help="show the tool schemas as the model would see them")
     tools.add_argument("--json", action="store_true", help="machine-readable output")
+    tools.add_argument(
+        "--agent", default="cli", help="show what this agent sees under its Code Mode presentation mode (default: cli)"
+    )
 
     call = commands.add_parser(
         "call",

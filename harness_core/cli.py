@@ -172,7 +172,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     with _opened(args) as harness:
-        schemas = harness.tools.schemas()
+        # The agent's view: under Code Mode "code" only run_code, under "both" the tools and run_code.
+        schemas = harness.schemas(args.agent)
         if args.json:
             _out(json.dumps(schemas, indent=2))
             return EXIT_OK
@@ -184,8 +185,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
-def _pending_card(harness: Harness, name: str, arguments: Any) -> str:
-    definition = harness.tools.get(name)
+def _pending_card(harness: Harness, name: str, arguments: Any, agent: str | None = None) -> str:
+    definition = harness.visible_tool(name, agent)
     presented = None
     if definition is not None and definition.present_call is not None:
         try:
@@ -220,15 +221,15 @@ def cmd_call(args: argparse.Namespace) -> int:
             if args.json:
                 _out(json.dumps(verdict.to_json()))
             else:
-                _out(_pending_card(harness, args.name, arguments))
+                _out(_pending_card(harness, args.name, arguments, args.agent))
                 reason = f": {verdict.reason}" if verdict.reason else ""
                 _out(f"pre-execute said {verdict.pre_execute}; final decision: {verdict.decision}{reason}")
-            if verdict.decision == "allow" and args.name not in harness.tools:
+            if verdict.decision == "allow" and harness.visible_tool(args.name, args.agent) is None:
                 # Policy allows it, but the call itself would fail at dispatch.
                 _err(f'note: no tool "{args.name}" is registered; the call would fail with UNKNOWN_TOOL')
             return EXIT_OK if verdict.decision == "allow" else EXIT_FAILED
         if not args.json:
-            _out(_pending_card(harness, args.name, arguments))
+            _out(_pending_card(harness, args.name, arguments, args.agent))
         result = anyio.run(harness.execute, call)
         if args.json:
             _out(json.dumps(result_json(result), ensure_ascii=False))
@@ -301,6 +302,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         @hookimpl(trylast=True)
         def tools_result(self, execution: Any, result: ToolResult) -> None:
+            if execution.parent is not None:
+                return  # a run_code program's sub-call, not a call of the batch
             self.done += 1
             if not args.json:
                 mark = "✖" if result.is_error else "✔"
@@ -468,23 +471,34 @@ def _config_init(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from .config import effective_preset
+    from .config import ConfigError, effective_preset, preview_preset
 
     with _opened(args) as harness:
         config = harness.config
         rows: list[dict[str, Any]] = []
         for name, preset in sorted(config.available_presets.items()):
-            rows.append(
-                {
-                    "name": name,
-                    "source": preset.source,
-                    "description": preset.description,
-                    "extends": list(preset.extends),
-                    "default": preset.default,
-                    "selected": name in config.presets,
-                    "settings": effective_preset(name, config),
-                }
-            )
+            settings = effective_preset(name, config)
+            row: dict[str, Any] = {
+                "name": name,
+                "source": preset.source,
+                "description": preset.description,
+                "extends": list(preset.extends),
+                "default": preset.default,
+                "selected": name in config.presets,
+                "settings": settings,
+            }
+            # What selecting it would give here: every key of the sections it touches, section
+            # defaults and this project's files included (a file may override what a preset sets).
+            try:
+                preview = preview_preset(name, config)
+            except ConfigError as exc:
+                row["effective"], row["origins"], row["error"] = None, None, str(exc)
+            else:
+                touched = {key: preview.values[key] for key in settings if key in preview.values}
+                row["effective"] = touched
+                row["origins"] = {".".join(path): preview.origin(".".join(path)) for path, _ in _flatten(touched)}
+                row["error"] = None
+            rows.append(row)
         if args.json:
             _out(json.dumps(rows, indent=2))
             return EXIT_OK
@@ -499,6 +513,14 @@ def cmd_presets(args: argparse.Namespace) -> int:
                 _out(f"    extends: {', '.join(row['extends'])}")
             for path, value in _flatten(row["settings"]):
                 _out(f"    {'.'.join(path)} = {json.dumps(value)}")
+            if row["error"] is not None:
+                _out("    cannot be selected here:")
+                _out(_indent(row["error"], "      "))
+            elif row["effective"]:
+                _out("    in effect when selected (section defaults and this project's files included):")
+                for path, value in _flatten(row["effective"]):
+                    key = ".".join(path)
+                    _out(f"      {key} = {json.dumps(value)}    # {row['origins'][key]}")
         return EXIT_OK
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "compose",
     "core_sections",
     "effective_preset",
+    "preview_preset",
     "user_config_path",
 ]
 
@@ -72,12 +73,12 @@ class PluginSettings:
 
 
 def core_sections() -> dict[str, type[pydantic.BaseModel]]:
-    """The core's own sections, ``[plugins]`` and ``[session]`` (imported on first use: defining
-    pydantic models is what makes start-up slow, and ``harness --help`` or ``harness plugins``
-    never need them)."""
-    from .sections import PluginsSection, SessionSection
+    """The core's own sections, ``[plugins]``, ``[session]`` and ``[code_mode]`` (imported on first
+    use: defining pydantic models is what makes start-up slow, and ``harness --help`` or
+    ``harness plugins`` never need them)."""
+    from .sections import CodeModeSection, PluginsSection, SessionSection
 
-    return {"plugins": PluginsSection, "session": SessionSection}
+    return {"plugins": PluginsSection, "session": SessionSection, "code_mode": CodeModeSection}
 
 
 # --- Errors -----------------------------------------------------------------------------------
@@ -412,6 +413,18 @@ def _origin_of(path: tuple[str, ...], origins: Mapping[tuple[str, ...], str]) ->
     return "config"
 
 
+def _presets_setting(path: tuple[str, ...], origins: Mapping[tuple[str, ...], str]) -> list[str]:
+    """The presets that set a value at or under ``path``, in the order first seen."""
+    found: list[str] = []
+    for leaf, label in origins.items():
+        if leaf[: len(path)] != path:
+            continue
+        for part in label.split(" + "):
+            if part.startswith("preset ") and part[len("preset ") :] not in found:
+                found.append(part[len("preset ") :])
+    return found
+
+
 def _containers(sections: Mapping[str, type[pydantic.BaseModel]]) -> set[tuple[str, ...]]:
     """The tables that only hold dotted sections: ``("hooks",)`` for ``hooks.claude_code``."""
     found: set[tuple[str, ...]] = set()
@@ -454,6 +467,22 @@ def _validate_sections(
                 continue
             if here in containers and isinstance(value, dict):
                 pending.append((here, value))
+                continue
+            setters = _presets_setting(here, origins)
+            if setters:
+                # A preset names a section no loaded plugin owns (its plugin is blocked, left out
+                # or missing): refuse, since dropping it would silently lose that policy.
+                names = ", ".join(f'"{name}"' for name in setters)
+                problems.append(
+                    ConfigProblem(
+                        file=_origin_of(here, origins),
+                        key=dotted,
+                        problem=f"preset {names} sets section [{dotted}], which no loaded plugin owns",
+                        fix=f"load the plugin that owns [{dotted}] (is it blocked, left out by HARNESS_LOAD_PLUGINS "
+                        "or not installed?), or select another preset (preset = [] applies none); "
+                        f"known sections: {known}",
+                    )
+                )
                 continue
             problems.append(
                 ConfigProblem(
@@ -566,6 +595,18 @@ def compose(
         data = {key: value for key, value in layer.data.items() if key not in RESERVED_KEYS}
         _merge(merged, data, grow_only, origins, layer.label)
     validated = _validate_sections(merged, all_sections, origins)
+    return HarnessConfig(
+        sections=validated,
+        values=_dump(validated, origins),
+        origins=origins,
+        presets=tuple(applied),
+        available_presets=presets,
+        source=source,
+    )
+
+
+def _dump(validated: Mapping[str, pydantic.BaseModel], origins: dict[tuple[str, ...], str]) -> dict[str, Any]:
+    """The validated sections as nested JSON values; keys no layer set get the origin "default"."""
     values: dict[str, Any] = {}
     for name, model in validated.items():
         parts = tuple(name.split("."))
@@ -575,13 +616,34 @@ def compose(
         for part in parts[:-1]:
             table = table.setdefault(part, {})
         table[parts[-1]] = model.model_dump(mode="json")
+    return values
+
+
+def preview_preset(name: str, config: HarnessConfig) -> HarnessConfig:
+    """The configuration the project would have with ``name`` as its only selected preset.
+
+    The files and ``-c`` overrides of ``config`` still apply on top, as they would if the project
+    wrote ``preset = "NAME"``; section defaults fill the rest. Raises :class:`ConfigError` when the
+    preset cannot be selected here (for example, it sets a section no loaded plugin owns).
+    """
+    sections = {key: type(model) for key, model in config.sections.items()}
+    grow_only = grow_only_paths(sections)
+    merged: dict[str, Any] = {}
+    origins: dict[tuple[str, ...], str] = {}
+    chain = _preset_chain(name, config.available_presets, "presets")
+    for preset in chain:
+        _merge(merged, copy.deepcopy(dict(preset.fragment)), grow_only, origins, f"preset {preset.name}")
+    for layer in config.source.layers if config.source is not None else ():
+        data = {key: value for key, value in layer.data.items() if key not in RESERVED_KEYS}
+        _merge(merged, data, grow_only, origins, layer.label)
+    validated = _validate_sections(merged, sections, origins)
     return HarnessConfig(
         sections=validated,
-        values=values,
+        values=_dump(validated, origins),
         origins=origins,
-        presets=tuple(applied),
-        available_presets=presets,
-        source=source,
+        presets=tuple(preset.name for preset in chain),
+        available_presets=config.available_presets,
+        source=config.source,
     )
 
 

@@ -25,6 +25,7 @@ import pluggy
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from .code_mode import CodeRuntime
     from .config import HarnessConfig
     from .host import Harness
     from .jobs import JobRequest
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         ApprovalOutcome,
         ApprovalRequest,
         ContentBlock,
+        ContextMessage,
         DispatchExecution,
         Execution,
         PostDecision,
@@ -339,7 +341,19 @@ def jobs_start(request: JobRequest) -> str | None:
     """
 
 
-# --- Code Mode (async waterfall on the log copy only) ------------------------------------------
+# --- Code Mode (the program runner, and an async waterfall on the log copy only) ---------------
+
+
+@hookspec(firstresult=True)
+def code_runtime() -> CodeRuntime | None:
+    """Provide the runner for ``run_code`` programs (see :mod:`harness_core.code_mode`).
+
+    When: asked by the core when a ``run_code`` call starts, and when the SDK text is rendered.
+    May: return a :class:`~harness_core.code_mode.CodeRuntime` (first answer wins).
+    Must not: run a program in-process without confinement it cannot enforce, or dispatch tools
+    other than through ``request.call_tool`` (that is what keeps sub-calls under policy).
+    Default: ``None`` (no runtime: ``run_code`` fails with ``requires a code runtime``).
+    """
 
 
 @hookspec
@@ -352,4 +366,39 @@ def tools_code_dispatch_log(dispatch: Any, call_next: CallNext[list[ContentBlock
     Must not: expect to change the program's value, the sub-call result or what the model sees.
     A raising listener is logged and the original content is logged instead.
     Default: the content unchanged.
+    """
+
+
+# --- Permission knobs (session permission state a selector switches; see harness_core.permissions)
+
+
+@hookspec(firstresult=True)
+def permission_knob(name: str) -> str | None:
+    """Tell the effective value of a permission knob this plugin owns, e.g. ``"workspace-write"``.
+
+    When: asked by a permission selector (the permission-presets plugin) at start-up and whenever
+    it derives the current preset; ``name`` is one of :data:`harness_core.permissions.KNOBS`
+    (``"sandbox.mode"``, ``"approval.policy"``).
+    May: return the session's effective value of a knob it owns: the session switch if one was
+    made, else the configured default (first answer wins).
+    Must not: answer for a knob it does not own or enforce (return ``None``); be slow or record
+    anything.
+    Default: ``None``: nobody owns the knob, and a selector must treat that as a misconfiguration.
+    """
+
+
+@hookspec(firstresult=True)
+def permission_knob_set(name: str, value: str, source: str) -> list[ContextMessage] | None:
+    """Switch a permission knob this plugin owns for the rest of the session.
+
+    When: called by a permission selector after it recorded its own selection event; ``source``
+    says who asked (``"user"`` for a person).
+    May: switch through the plugin's canonical setter, which records the plugin's own session event
+    (``sandbox/mode``, ``approval/policy``); return the model-visible notices of the switch (the
+    approval plugin's ``The approval policy changed from "<a>" to "<b>" (changed by the user).``),
+    an empty list when there are none (first answer wins); raise ``ValueError`` naming the knob
+    and the allowed values for a value outside them, switching nothing.
+    Must not: answer for a knob it does not own (return ``None``); record a selection event of its
+    own; switch anything else.
+    Default: ``None``: nobody owns the knob, and the selector must fail rather than pretend.
     """

@@ -17,6 +17,8 @@ import pydantic
 
 from . import hookspecs
 from .chain import Link, Waterfall, links_of
+from .code_mode import CodeRuntimeMissingError, PresentationMode
+from .code_transport import CODE_ONLY_RULE, PresentationModes
 from .config import ConfigSource, HarnessConfig, Preset, compose
 from .discovery import PluginRecord, discover_plugins, load_module_plugins
 from .errors import HarnessError, PluginRefusedError
@@ -81,6 +83,7 @@ SYNC_HOOKS = frozenset(
         "harness_provides",
         "harness_register_commands",
         "harness_diagnose",
+        "code_runtime",
     }
 )
 
@@ -216,6 +219,10 @@ class HookCalls:
 
     async def code_dispatch_log(self, dispatch: Any, default: CallNext[list[ContentBlock]]) -> list[ContentBlock]:
         return await self.chains.dispatch_log.run((dispatch,), default)
+
+    def code_runtime(self) -> Any:
+        """The first ``code_runtime`` answer (``None``: no runtime is installed)."""
+        return self._pm.hook.code_runtime()
 
 
 def refuse_unsafe_impls(pm: pluggy.PluginManager, plugin: object) -> None:
@@ -375,7 +382,8 @@ class Harness:
         self._pm.hook_calls = self._hooks
         self._pm.add_hookspecs(hookspecs)
         self.tools = ToolRegistry(self._hooks.change)
-        self._pipeline = Pipeline(self.tools, self._hooks, events)
+        self._modes = PresentationModes(self._hooks.change)
+        self._pipeline = Pipeline(self.tools, self._hooks, events, self._modes)
         self._tool_disposers: dict[str, list[Dispose]] = {}
         self._closed = False
         self.source = config if isinstance(config, ConfigSource) else ConfigSource.from_mapping(config or {})
@@ -394,7 +402,7 @@ class Harness:
         if not configure:
             # Discovery only (``harness plugins``): no configuration, no tools, nothing to run.
             return
-        self._config = self._compose()
+        self._use_config(self._compose())
         for name, plugin in self.plugins():
             self._configure(name, plugin)
         for name, plugin in self.plugins():
@@ -427,7 +435,7 @@ class Harness:
         try:
             self._check_pending()
             if self._impls("harness_register_config", plugin) or self._impls("harness_register_presets", plugin):
-                self._config = self._compose()
+                self._use_config(self._compose())
             self._configure(plugin_name, plugin)
             self._collect_tools(plugin_name, plugin)
         except BaseException:
@@ -456,9 +464,14 @@ class Harness:
         caller = getattr(self._pm.hook, hook_name)
         return [impl for impl in caller.get_hookimpls() if plugin is None or impl.plugin is plugin]
 
+    def _use_config(self, config: HarnessConfig) -> None:
+        self._config = config
+        section = config.section("code_mode")
+        self._modes.configure(section.mode, section.agents, section.max_parallel_sub_calls)
+
     def _compose(self) -> HarnessConfig:
         sections: dict[str, type[pydantic.BaseModel]] = {}
-        owners: dict[str, str] = {"plugins": "the core", "session": "the core"}
+        owners: dict[str, str] = {"plugins": "the core", "session": "the core", "code_mode": "the core"}
         for impl in self._impls("harness_register_config"):
 
             def register_section(name: str, model: type[pydantic.BaseModel], _plugin: str = impl.plugin_name) -> None:
@@ -568,6 +581,52 @@ class Harness:
         """``(name, plugin)`` for every registered plugin, in registration order."""
         # pluggy keeps a blocked name as a (name, None) entry; that is not a plugin.
         return [(name, plugin) for name, plugin in self._pm.list_name_plugin() if plugin is not None]
+
+    # --- Code Mode: what each agent is shown ---------------------------------------------------
+
+    def present_as(self, agent: str, mode: PresentationMode) -> Dispose:
+        """Declare ``agent``'s presentation mode at run time, over ``[code_mode]``; fires ``tools_change``.
+
+        A second declaration for the same agent raises ``ValueError`` until the first is disposed
+        (the returned ``dispose`` removes it, and fires ``tools_change`` again).
+        """
+        return self._modes.declare(agent, mode)
+
+    def presentation_mode(self, agent: str | None = None) -> PresentationMode:
+        """The mode for ``agent``: its ``present_as`` declaration, else ``[code_mode] agents``, else ``mode``."""
+        return self._modes.of(agent)
+
+    def schemas(self, agent: str | None = None) -> list[dict[str, Any]]:
+        """What the model is shown for ``agent``: ``native`` every tool, ``both`` the tools and
+        ``run_code``, ``code`` only ``run_code`` (``h.tools.schemas()`` is the registry's raw list)."""
+        mode = self._modes.of(agent)
+        if mode == "native":
+            return self.tools.schemas()
+        run_code = self._pipeline.code.schema()
+        return [run_code] if mode == "code" else [*self.tools.schemas(), run_code]
+
+    def visible_tool(self, name: str, agent: str | None = None) -> ToolDefinition | None:
+        """The definition a model-direct call of ``name`` by ``agent`` resolves to (``run_code``
+        included when the agent's mode is not ``native``), or ``None``."""
+        return self._pipeline.resolve(name, agent)
+
+    def code_sdk(self, agent: str | None = None) -> str:
+        """The prompt text for ``agent``'s Code Mode: the runtime's SDK for the tools a program may
+        call, plus the code-only rule under mode ``code``; empty under ``native``.
+
+        Raises :class:`~harness_core.code_mode.CodeRuntimeMissingError` when no runtime is installed.
+        """
+        mode = self._modes.of(agent)
+        if mode == "native":
+            return ""
+        code = self._pipeline.code
+        runtime = code.runtime()
+        if runtime is None:
+            raise CodeRuntimeMissingError(self._modes.deployment)
+        sdk = runtime.render_sdk(code.bindings())
+        if type(sdk) is not str:
+            raise TypeError(f"the code runtime's render_sdk returned {type(sdk).__name__}; expected str")
+        return f"{CODE_ONLY_RULE}\n\n{sdk}" if mode == "code" else sdk
 
     # --- calls --------------------------------------------------------------------------------
 

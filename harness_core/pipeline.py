@@ -6,7 +6,9 @@ dispatch through the ``tools_execute`` waterfall around the body (I) and its nor
 post-execute (K, L) and finish (M: finalizer, ``tools_result``). A stage returns either a
 *post-result* (post-execute still runs) or a *final-result* (straight to finish); the §3.3 table
 says which. The chain terminals and every fail-closed check are plain code here, never impls a
-plugin could unregister (STYLE rule 12).
+plugin could unregister (STYLE rule 12). Code Mode (the ``run_code`` tool, presentation modes and
+a program's sub-call lane) lives in :mod:`harness_core.code_transport`; this module only resolves
+``run_code`` and applies the ``code`` collapse at creation (§6.7).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
+from .code_mode import RUN_CODE
+from .code_transport import CodeTransport, PresentationModes, collapse_result
 from .errors import HarnessError, ToolNotFoundError, ToolOutputError
 from .lossless import LosslessJSONError, snapshot
 from .registry import ToolDefinition, ToolRegistry
@@ -80,7 +84,8 @@ class Stage:
 #: pipeline graph from this table; keep it in step with the code below.
 STAGES: tuple[Stage, ...] = (
     Stage("create", "create the execution: arguments snapshotted and frozen once", None,
-          (("entry", "ok"), ("finish", "arguments are not lossless JSON"))),
+          (("entry", "ok"), ("finish", "arguments are not lossless JSON"),
+           ("finish", "Code Mode collapse: UNKNOWN_TOOL"))),
     Stage("entry", "entry cancellation check", None, (("pre", "signal live"), ("finish", "already aborted"))),
     Stage("pre", "pre-execute waterfall", "tools_pre_execute",
           (("guards", "Allow"), ("approval", "Ask"), ("post", "Deny"), ("finish", "a listener raised"))),
@@ -270,10 +275,33 @@ _ACCEPT: Final = Accept()
 class Pipeline:
     """Runs calls through the stages over a registry and the hook facade."""
 
-    def __init__(self, registry: ToolRegistry, hooks: HookCalls, sink: EventSink | None) -> None:
+    def __init__(
+        self, registry: ToolRegistry, hooks: HookCalls, sink: EventSink | None, modes: PresentationModes | None = None
+    ) -> None:
         self.registry = registry
         self.hooks = hooks
         self.sink = sink
+        self.modes = modes if modes is not None else PresentationModes(hooks.change)
+        self.code = CodeTransport(self, self.modes)
+
+    def resolve(self, name: str, agent: str | None, parent: object = None) -> ToolDefinition | None:
+        """The definition a call of ``name`` runs: a registered tool, or ``run_code`` for a
+        model-direct call of an agent whose presentation mode is not ``native`` (reference §6.1)."""
+        definition = self.registry.get(name)
+        if definition is None and name == RUN_CODE and parent is None and self.modes.active:
+            if self.modes.of(agent) != "native":
+                return self.code.definition
+        return definition
+
+    def collapses(self, name: str, agent: str | None, parent: object, definition: ToolDefinition | None) -> bool:
+        """The ``code`` collapse (§6.7): model-direct, a visible tool other than ``run_code``, mode ``code``."""
+        return (
+            self.modes.active
+            and parent is None
+            and definition is not None
+            and name != RUN_CODE
+            and self.modes.of(agent) == "code"
+        )
 
     # --- one call -----------------------------------------------------------------------------
 
@@ -309,7 +337,8 @@ class Pipeline:
         agent = call.agent
         parent = call.parent
         signal = call.signal
-        definition = self.registry.get(name)
+        definition = self.resolve(name, agent, parent)
+        collapsed = self.collapses(name, agent, parent, definition)
         finalizer = definition.finalize_content if definition is not None else None
         failure: ToolResult | None = None
         raw = call.arguments
@@ -317,7 +346,12 @@ class Pipeline:
             arguments = snapshot(raw)
         except LosslessJSONError:
             arguments, failure = None, error_result(TypeError(ARGUMENTS_NOT_JSON))
-        if self.sink is not None:
+        if collapsed and not signal.aborted:
+            # A collapsed call never reaches its tool, so its finalizer has nothing to finish (§3.3).
+            finalizer = None
+        if self.sink is not None and parent is None:
+            # A Code Mode sub-call has no model-visible call/result pair: the run_code transport
+            # logs tool/code-dispatch-start and tool/code-dispatch for it instead (§7).
             # tool/call is the call's first event; the snapshot taken for policy is the one logged.
             logged = arguments if failure is None else repr(raw)
             self.sink.append("tool/call", {"call_id": call_id, "name": name, "arguments": logged})
@@ -332,8 +366,11 @@ class Pipeline:
             sink=self.sink,
         )
         state = _CallState(execution, finalizer)
-        if failure is None and signal.aborted:
-            failure = abort_result(False)
+        if failure is None:
+            if signal.aborted:
+                failure = abort_result(False)
+            elif collapsed:
+                failure = collapse_result(name)
         return state, failure
 
     # --- Stages C to H: pre-execute, ask, guards, cancellation before dispatch ------------------
@@ -486,7 +523,7 @@ class Pipeline:
     async def _invoke(self, state: _CallState, signal: Signal) -> ToolResult:
         execution = state.execution
         try:
-            definition = self.registry.get(execution.name)
+            definition = self.resolve(execution.name, execution.agent, execution.parent)
             if definition is None:
                 raise ToolNotFoundError(execution.name)
             state.body_invoked = True
@@ -526,7 +563,7 @@ class Pipeline:
             raise TypeError(f"tools_execute returned {type(result).__name__}; expected ToolResult")
         if not any(result is own for own in state.canonical) and not result.is_error:
             execution = state.execution
-            definition = self.registry.get(execution.name)
+            definition = self.resolve(execution.name, execution.agent, execution.parent)
             if definition is None:
                 raise ToolNotFoundError(execution.name)
             result = build_success(
@@ -571,7 +608,7 @@ class Pipeline:
             if result.is_error:
                 raise TypeError("tools/post-execute cannot replace the value of a failed result")
             execution = state.execution
-            definition = self.registry.get(execution.name)
+            definition = self.resolve(execution.name, execution.agent, execution.parent)
             if definition is None:
                 raise ToolNotFoundError(execution.name)
             return build_success(
@@ -603,7 +640,7 @@ class Pipeline:
                     except TypeError:
                         result = error_result(TypeError(RESULT_NOT_JSON))
         self.hooks.result(state.execution, result)
-        if self.sink is not None:
+        if self.sink is not None and state.execution.parent is None:
             error = result.error
             self.sink.append(
                 "tool/result",
@@ -621,9 +658,13 @@ class Pipeline:
     # --- Batches --------------------------------------------------------------------------------
 
     def is_parallel(self, call: ToolCall) -> bool:
-        """Whether a call may overlap others: its tool says so for these raw arguments (§3.1)."""
-        definition = self.registry.get(call.name)
+        """Whether a call may overlap others: its tool says so for these raw arguments (§3.1).
+
+        A collapsed call (§6.7) and ``run_code`` are exclusive."""
+        definition = self.resolve(call.name, call.agent, call.parent)
         if definition is None or definition.is_concurrency_safe is None:
+            return False
+        if self.collapses(call.name, call.agent, call.parent, definition):
             return False
         try:
             return definition.is_concurrency_safe(call.arguments) is True

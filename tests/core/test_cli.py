@@ -321,6 +321,9 @@ def test_presets_json_lists_user_presets_with_their_settings(workspace, capsys):
             "default": False,
             "selected": False,
             "settings": {"session": {"log": False}},
+            "effective": {"session": {"log": False, "dir": ".harness/sessions"}},
+            "origins": {"session.log": "preset quiet", "session.dir": "default"},
+            "error": None,
         }
     ]
 

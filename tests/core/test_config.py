@@ -173,7 +173,7 @@ def test_an_unknown_section_is_an_error_naming_the_known_ones(tmp_path):
     with pytest.raises(ConfigError) as caught:
         Harness(config=project(tmp_path, "[sandbx]\nmode = 1\n"))
     assert "harness.toml: sandbx: unknown section or key [sandbx]" in str(caught.value)
-    assert "known sections: plugins, session" in str(caught.value)
+    assert "known sections: code_mode, plugins, session" in str(caught.value)
 
 
 def test_a_problem_from_an_override_names_the_override(tmp_path):
