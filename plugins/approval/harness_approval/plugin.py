@@ -233,6 +233,24 @@ class ApprovalPlugin:
         text = f'The approval policy changed from "{previous}" to "{policy}" (changed by {changed_by}).'
         return ContextMessage(content=[TextBlock(text=text)], source=PLUGIN_SOURCE)
 
+    @hookimpl
+    def permission_knob(self, name: str) -> str | None:
+        from harness_core.permissions import APPROVAL_POLICY_KNOB
+
+        return self.policy if name == APPROVAL_POLICY_KNOB else None
+
+    @hookimpl
+    def permission_knob_set(self, name: str, value: str, source: str) -> list[ContextMessage] | None:
+        from harness_core.permissions import APPROVAL_POLICY_KNOB
+
+        if name != APPROVAL_POLICY_KNOB:
+            return None
+        if value not in ("ask", "never"):
+            raise ValueError(f'{APPROVAL_POLICY_KNOB}: unknown value {value!r}; expected one of ask, never')
+        # The live setter, so the model hears of the switch (reference/plugins.md §9 (c)).
+        notice = self.set_policy(value, source)
+        return [notice] if notice is not None else []
+
     def policy_context(self) -> str:
         """The model-visible description of the current policy."""
         return policy_context_text(self.policy)

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness_core import Execution, Harness, HarnessConfig, HarnessError, hookimpl
+from harness_core import ContextMessage, Execution, Harness, HarnessConfig, HarnessError, hookimpl
 
 if TYPE_CHECKING:
     from harness_core.sandbox import ConfinedCommand, SandboxMode, SandboxPolicy
@@ -144,6 +144,29 @@ class SandboxPlugin:
                 )
         backend, verdict = active
         return backend.confine(list(argv), policy, verdict, cwd)
+
+    # --- the permission knob (harness_core.permissions) ----------------------------------------
+
+    @hookimpl
+    def permission_knob(self, name: str) -> str | None:
+        from harness_core.permissions import SANDBOX_MODE_KNOB
+
+        return self.effective_mode() if name == SANDBOX_MODE_KNOB else None
+
+    @hookimpl
+    def permission_knob_set(self, name: str, value: str, source: str) -> list[ContextMessage] | None:
+        from harness_core.permissions import SANDBOX_MODE_KNOB
+        from harness_core.sandbox import SANDBOX_MODES
+
+        if name != SANDBOX_MODE_KNOB:
+            return None
+        if value not in SANDBOX_MODES:
+            expected = ", ".join(SANDBOX_MODES)
+            raise ValueError(f"{SANDBOX_MODE_KNOB}: unknown value {value!r}; expected one of {expected}")
+        if value != self.effective_mode():
+            self.set_mode(value, source)
+        # The mode's model-visible consequence is the policy text tools render; no notice here.
+        return []
 
     # --- session ------------------------------------------------------------------------------
 

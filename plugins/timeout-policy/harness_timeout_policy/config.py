@@ -1,4 +1,4 @@
-"""The [timeout] section: an optional default budget and per-tool overrides, in milliseconds."""
+"""The [timeout] section: on or off, an optional default budget and per-tool overrides, in milliseconds."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ class TimeoutConfig(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
+    # Strict: a string such as "no" is an error, not a truthy value.
+    enabled: bool = pydantic.Field(
+        default=True, strict=True, description="false lets every call through without a deadline (nothing is enforced)"
+    )
     default_ms: pydantic.PositiveInt | None = pydantic.Field(
         default=None, description="budget for tools that declare none; leave it out to time only declared tools"
     )

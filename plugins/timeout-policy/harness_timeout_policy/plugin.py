@@ -83,9 +83,26 @@ class TimeoutPolicy:
         self.settings = config.section("timeout")
         self.harness = harness
 
+    @property
+    def enabled(self) -> bool:
+        """False when ``[timeout] enabled = false``: calls pass through without a deadline."""
+        return self.settings is None or self.settings.enabled
+
     @hookimpl
     def harness_provides(self) -> list[str]:
-        return ["timeout_ms"]
+        # Switched off, it enforces nothing, so it must not silence the host's warning.
+        return ["timeout_ms"] if self.enabled else []
+
+    @hookimpl
+    def harness_diagnose(self) -> list[tuple[str, str]]:
+        """Whether deadlines are enforced, for `harness doctor`."""
+        if not self.enabled:
+            return [
+                ("warning", "disabled by [timeout] enabled = false: no call gets a deadline, declared timeouts included")
+            ]
+        settings = self.settings
+        default = f"{settings.default_ms}ms" if settings is not None and settings.default_ms is not None else "none"
+        return [("info", f"enforcing declared timeouts (default for the others: {default})")]
 
     def budget_for(self, name: str) -> int | float | None:
         """The deadline of a call to ``name``: override, else the tool's declaration, else the default."""
@@ -99,7 +116,7 @@ class TimeoutPolicy:
 
     @hookimpl
     async def tools_execute(self, execution: DispatchExecution, call_next: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
-        budget = self.budget_for(execution.name)
+        budget = self.budget_for(execution.name) if self.enabled else None
         if budget is None:
             return await call_next()
         upstream = execution.signal
