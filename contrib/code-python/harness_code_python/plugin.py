@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 from harness_core import Harness, HarnessConfig, PluginRefusedError, hookimpl
 from harness_core.code_mode import CodeRuntime
 
-from .runtime import LiveGroups, PythonRuntime
-
 if TYPE_CHECKING:
     from harness_core.sandbox import SandboxPolicy
 
     from .config import CodePythonConfig
+    from .runtime import LiveGroups, PythonRuntime
 
 __all__ = ["CodePythonPlugin", "SECTION"]
 
@@ -31,7 +30,9 @@ class CodePythonPlugin:
 
     def __init__(self) -> None:
         self.runtime: PythonRuntime | None = None
-        self.live = LiveGroups()
+        #: The worker processes still running; made with the runtime, so that merely discovering
+        #: the plugin (``harness plugins``) never imports the runtime module.
+        self.live: LiveGroups | None = None
 
     @hookimpl
     def harness_register_config(self, register: Callable[[str, type[Any]], None]) -> None:
@@ -42,8 +43,12 @@ class CodePythonPlugin:
 
     @hookimpl
     def harness_configure(self, config: HarnessConfig, harness: Harness) -> None:
+        from .runtime import LiveGroups, PythonRuntime
+
         settings: CodePythonConfig = config.section(SECTION)
         project_dir = Path(config.project_dir)
+        if self.live is None:
+            self.live = LiveGroups()
         self.runtime = PythonRuntime(settings, harness, project_dir, self.live)
 
     @hookimpl
@@ -95,4 +100,5 @@ class CodePythonPlugin:
 
     @hookimpl
     def harness_close(self) -> None:
-        self.live.close()
+        if self.live is not None:
+            self.live.close()

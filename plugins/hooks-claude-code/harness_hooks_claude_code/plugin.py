@@ -32,12 +32,11 @@ from harness_core import (
 )
 from harness_core.lossless import thaw
 
-from .settings import HookSettings, load_settings
-
 if TYPE_CHECKING:
     from harness_hook_runner import HookHandler, HookOutcome
 
     from .config import ClaudeCodeConfig
+    from .settings import HookSettings
 
 # The hook runner is imported when hooks first run, not when the entry point loads: `harness
 # plugins` and `harness --help` never need it.
@@ -61,7 +60,8 @@ class ClaudeCodeHooks:
 
     def __init__(self) -> None:
         self.settings: ClaudeCodeConfig | None = None
-        self.hooks = HookSettings()
+        # Read at configure time; the module that reads them is imported then, not at discovery.
+        self._hooks: HookSettings | None = None
         self.project_dir = Path.cwd()
         self.tool_names = dict(DEFAULT_TOOL_NAMES)
         self.session_id = os.urandom(8).hex()
@@ -74,16 +74,27 @@ class ClaudeCodeHooks:
 
         register(SECTION, ClaudeCodeConfig)
 
+    @property
+    def hooks(self) -> HookSettings:
+        """The hooks read at configure time (none before that, or while the bridge is disabled)."""
+        if self._hooks is None:
+            from .settings import HookSettings
+
+            self._hooks = HookSettings()
+        return self._hooks
+
     @hookimpl
     def harness_configure(self, config: HarnessConfig) -> None:
+        from .settings import HookSettings, load_settings
+
         section = config.section(SECTION)
         self.settings = section
         self.project_dir = config.project_dir
         self.tool_names = {**DEFAULT_TOOL_NAMES, **section.tool_names}
         if not section.enabled:
-            self.hooks = HookSettings()
+            self._hooks = HookSettings()
             return
-        self.hooks = load_settings(self.settings_paths(), self.project_dir)
+        self._hooks = load_settings(self.settings_paths(), self.project_dir)
 
     def settings_paths(self) -> list[Path]:
         """The settings files in the order they are read: the user file (if on), then ``settings``."""

@@ -31,13 +31,12 @@ from harness_core import (
 )
 from harness_core.lossless import thaw
 
-from .hookfile import CodexHookFiles, load_files
-
 if TYPE_CHECKING:
     from harness_core import Signal
     from harness_hook_runner import HookHandler, HookOutcome, HookRun
 
     from .config import CodexConfig
+    from .hookfile import CodexHookFiles
 
 __all__ = ["CodexHooks", "DEFAULT_TOOL_NAMES", "PLUGIN_NAME"]
 
@@ -69,7 +68,8 @@ class CodexHooks:
 
     def __init__(self) -> None:
         self.settings: CodexConfig | None = None
-        self.hooks = CodexHookFiles()
+        # Read at configure time; the module that reads them is imported then, not at discovery.
+        self._hooks: CodexHookFiles | None = None
         self.project_dir = Path.cwd()
         self.tool_names = dict(DEFAULT_TOOL_NAMES)
         self.session_id = os.urandom(8).hex()
@@ -82,13 +82,24 @@ class CodexHooks:
 
         register(SECTION, CodexConfig)
 
+    @property
+    def hooks(self) -> CodexHookFiles:
+        """The hooks read at configure time (none before that, or while the bridge is disabled)."""
+        if self._hooks is None:
+            from .hookfile import CodexHookFiles
+
+            self._hooks = CodexHookFiles()
+        return self._hooks
+
     @hookimpl
     def harness_configure(self, config: HarnessConfig) -> None:
+        from .hookfile import CodexHookFiles, load_files
+
         section = config.section(SECTION)
         self.settings = section
         self.project_dir = config.project_dir
         self.tool_names = {**DEFAULT_TOOL_NAMES, **section.tool_names}
-        self.hooks = load_files(self.file_paths()) if section.enabled else CodexHookFiles()
+        self._hooks = load_files(self.file_paths()) if section.enabled else CodexHookFiles()
 
     def file_paths(self) -> list[Path]:
         """The hook files in the order they are read: the user's (if on), then ``files``."""
