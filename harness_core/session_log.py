@@ -422,6 +422,16 @@ def render_card(event: LoggedEvent) -> str:
     data = event.data
     if event.type == "tool/call":
         return f"{head} ▶ call {_field(data, 'call_id')} {_field(data, 'name')} {_json_text(data.get('arguments'))}"
+    if event.type == "tool/code-dispatch-start":
+        # A Code Mode sub-call: indented under its run_code call, named by its own id.
+        return f"{head}   ▷ sub-call {_field(data, 'sub_call_id')} {_field(data, 'name')} {_json_text(data.get('arguments'))}"
+    if event.type == "tool/code-dispatch":
+        mark = "✖" if data.get("is_error") else "✔"
+        lines = [f"{head}   {mark} sub-call {_field(data, 'sub_call_id')} {_field(data, 'name')}"]
+        content = data.get("content")
+        for block in content if isinstance(content, list) else []:
+            lines.extend("  " + line for line in _block_lines(block))
+        return "\n".join(lines)
     if event.type == "tool/result":
         if data.get("is_error"):
             error = data.get("error")

@@ -354,6 +354,19 @@ def test_a_failed_result_card_shows_its_code_when_it_has_one() -> None:
     assert denied == "[6] 20:45:12 ✖ result c3 echo"
 
 
+def test_code_mode_sub_call_cards_show_the_sub_call_id_tool_and_outcome() -> None:
+    start = {"root_call_id": "c1", "parent_call_id": "c1", "sub_call_id": "c1:code:1", "name": "read"}
+    card = render_card(event(7, "tool/code-dispatch-start", {**start, "arguments": {"file_path": "a"}}))
+    assert card == '[7] 20:45:12   ▷ sub-call c1:code:1 read {"file_path": "a"}'
+    settled = {**start, "arguments": {}, "is_error": True, "content": [{"type": "text", "text": "Error: no"}]}
+    assert render_card(event(8, "tool/code-dispatch", settled)).splitlines() == [
+        "[8] 20:45:12   ✖ sub-call c1:code:1 read",
+        "      Error: no",
+    ]
+    ok = render_card(event(9, "tool/code-dispatch", {**start, "is_error": False, "content": []}))
+    assert ok == "[9] 20:45:12   ✔ sub-call c1:code:1 read"
+
+
 def test_long_text_in_a_card_is_truncated_with_the_count_left_out() -> None:
     content = [{"type": "text", "text": "a" * 2500}]
     card = render_card(
