@@ -1,0 +1,751 @@
+"""Shell syntax: a bash command line split into the simple commands it would run, with what it redirects.
+
+This is a reader for judging commands, not an interpreter. It understands what changes *which*
+commands run: quoting (``'...'``, ``"..."``, ``$'...'``), backslash escapes and line continuations
+(``\\<newline>`` disappears, even inside a word), the operators ``&& || ; | |& &`` and newlines,
+comments, subshells ``( ... )``, groups ``{ ...; }``, command substitution ``$( ... )`` and
+backticks, process substitution ``<( ... )`` / ``>( ... )``, redirections and here-documents.
+Every nested command is parsed and returned beside the outer one. Parameter, glob and brace
+expansions are kept as :class:`Expansion` segments, so a rule can tell a literal word from one the
+shell will compute at run time. Whatever it cannot read is recorded in ``problems`` (the caller
+asks rather than allows); it never raises on bad input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["Expansion", "ParsedCommand", "Redirect", "SimpleCommand", "Word", "join_continuations", "parse"]
+
+#: Characters that end an unquoted word.
+_METACHARACTERS = frozenset(" \t\n|&;()<>")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_SPECIAL_PARAMETERS = frozenset("@*#?-$!0123456789")
+#: Reserved words that only introduce or close a construct; the command after them is judged as usual.
+_TRANSPARENT_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "while", "until", "do", "done", "!", "{", "}"})
+#: Reserved words whose construct is not analysed (its commands are still found and judged).
+_OPAQUE_KEYWORDS = {
+    "for": "a `for` loop",
+    "case": "a `case` statement",
+    "select": "a `select` loop",
+    "function": "a function definition",
+    "[[": "a `[[ ... ]]` test",
+    "coproc": "a coprocess",
+    "esac": "a `case` statement",
+}
+_MAX_DEPTH = 12
+#: How far a glob class or a brace expansion is looked for, in characters.
+_SCAN_LIMIT = 64
+#: What ends the search for the "]" of a glob class: the "]" itself or the end of the word.
+_CLASS_END = re.compile(r"[\]\s|&;()<>'\"\\$`]")
+_ANSI_SIMPLE = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """A piece of a word the shell computes at run time: ``$VAR``, ``$(cmd)``, ``*.py``, ``{a,b}``."""
+
+    source: str
+    kind: str  # "parameter", "command", "process", "arithmetic", "glob" or "brace"
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One shell word: literal text (quotes removed) and expansions, plus its spelling in the source."""
+
+    segments: tuple[str | Expansion, ...]
+    source: str
+
+    def literal(self) -> str | None:
+        """The word's value when nothing in it is expanded at run time, else ``None``."""
+        if any(isinstance(segment, Expansion) for segment in self.segments):
+            return None
+        return "".join(segment for segment in self.segments if isinstance(segment, str))
+
+    def text(self, expansion: str | None = None) -> str:
+        """The value with each expansion written as ``expansion`` (or as spelled, when ``None``)."""
+        parts: list[str] = []
+        for segment in self.segments:
+            if isinstance(segment, str):
+                parts.append(segment)
+            else:
+                parts.append(segment.source if expansion is None else expansion)
+        return "".join(parts)
+
+    def substitutes(self) -> bool:
+        """Whether the word holds the output of another command (``$(...)``, backticks, ``<(...)``)."""
+        return any(isinstance(s, Expansion) and s.kind in ("command", "process") for s in self.segments)
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """One redirection: operator (``>``, ``>>``, ``<``, ``>&``, ``&>``, ``<<``, ...), fd and target."""
+
+    operator: str
+    fd: str
+    target: Word | None
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One command the shell would run (or only a redirection), as written, with its parts."""
+
+    text: str
+    assignments: tuple[Word, ...]
+    words: tuple[Word, ...]
+    redirects: tuple[Redirect, ...]
+    #: Why this command cannot be judged from its text (the caller asks, never allows).
+    problems: tuple[str, ...]
+    #: Where it was found: "" at the top level, else e.g. "$(...)", "`...`", "<(...)", "( ... )".
+    origin: str
+    #: False when the words belong to a construct (``for x in ...``), not to a command to run.
+    runs: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    """Every simple command of a command line, nested ones included, and what could not be read."""
+
+    commands: tuple[SimpleCommand, ...]
+    problems: tuple[str, ...]
+
+
+def parse(source: str, *, origin: str = "", depth: int = 0) -> ParsedCommand:
+    """Split ``source`` into the simple commands it would run; never raises on bad input."""
+    parser = _Parser(join_continuations(source), origin, depth)
+    parser.parse_list(stop=None)
+    return ParsedCommand(commands=tuple(parser.commands), problems=tuple(parser.problems))
+
+
+def join_continuations(source: str) -> str:
+    """``source`` with every line continuation (``\\<newline>``) removed where bash removes it.
+
+    Bash drops them while reading input, before it splits words or operators: ``$\\<newline>HOME``
+    is ``$HOME``, ``&\\<newline>&`` is ``&&``. Not inside single quotes or ``$'...'``, and not in a
+    comment (a comment ends at the newline).
+    """
+    if "\\\n" not in source:
+        return source
+    out: list[str] = []
+    index, length = 0, len(source)
+    state = "plain"  # or "single", "ansi", "double", "comment"
+    while index < length:
+        char = source[index]
+        if state == "single":
+            out.append(char)
+            if char == "'":
+                state = "plain"
+            index += 1
+            continue
+        if state == "comment":
+            out.append(char)
+            if char == "\n":
+                state = "plain"
+            index += 1
+            continue
+        if state == "ansi":
+            if char == "\\" and index + 1 < length:
+                out.append(source[index : index + 2])
+                index += 2
+                continue
+            out.append(char)
+            if char == "'":
+                state = "plain"
+            index += 1
+            continue
+        if char == "\\":
+            if source.startswith("\\\n", index):
+                index += 2  # a line continuation: gone
+                continue
+            out.append(source[index : index + 2])
+            index += 2
+            continue
+        if state == "double":
+            if char == '"':
+                state = "plain"
+        elif char == '"':
+            state = "double"
+        elif char == "'":
+            # "$'" opens an ANSI-C string, unless that "$" ends a "$$" (the shell's PID).
+            ansi = bool(out) and out[-1] == "$" and not (len(out) > 1 and out[-2] == "$")
+            state = "ansi" if ansi else "single"
+        elif char == "#" and (not out or (len(out[-1]) == 1 and out[-1] in _METACHARACTERS)):
+            state = "comment"
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+@dataclass
+class _Builder:
+    start: int
+    assignments: list[Word] = field(default_factory=list)
+    words: list[Word] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    end: int = -1
+    runs: bool = True
+
+
+class _Parser:
+    """Recursive descent over the source text; nested parsers share nothing but their results."""
+
+    def __init__(self, source: str, origin: str, depth: int) -> None:
+        self.src = source
+        self.pos = 0
+        self.origin = origin
+        self.depth = depth
+        self.commands: list[SimpleCommand] = []
+        self.problems: list[str] = []
+        #: Here-documents whose bodies start after the next newline: (delimiter, strip tabs).
+        self.pending_heredocs: list[tuple[str, bool]] = []
+
+    # --- characters -----------------------------------------------------------------------------
+
+    def peek(self, offset: int = 0) -> str:
+        index = self.pos + offset
+        return self.src[index] if index < len(self.src) else ""
+
+    def startswith(self, text: str) -> bool:
+        return self.src.startswith(text, self.pos)
+
+    def skip_blanks(self) -> None:
+        """Spaces, tabs and line continuations between words."""
+        while self.pos < len(self.src):
+            if self.peek() in " \t":
+                self.pos += 1
+            elif self.startswith("\\\n"):
+                self.pos += 2
+            else:
+                return
+
+    def skip_comment(self) -> None:
+        while self.pos < len(self.src) and self.peek() != "\n":
+            self.pos += 1
+
+    # --- lists and commands ---------------------------------------------------------------------
+
+    def parse_list(self, stop: str | None) -> bool:
+        """Parse commands until ``stop`` (``)``) or the end; True when ``stop`` was found (and consumed)."""
+        # Bash refuses an operator with no command before it, or "&&", "||", "|" with none after:
+        # what it would do with such input is not worth guessing, so both are problems.
+        pending: str | None = None  # the operator still waiting for its command
+        expect_command = True
+        while True:
+            self.skip_blanks()
+            char = self.peek()
+            if not char or (char == ")" and stop == ")"):
+                if pending is not None:
+                    self.problems.append(f'"{pending}" has no command after it')
+                if not char:
+                    if self.pending_heredocs:
+                        self.problems.append("a here-document has no closing delimiter")
+                        self.pending_heredocs.clear()
+                    return False
+                self.pos += 1
+                return True
+            if char == "#":
+                self.skip_comment()
+                continue
+            if char == "\n":
+                self.pos += 1
+                self.read_heredoc_bodies()
+                if pending is None:
+                    expect_command = True
+                continue
+            operator = self.read_operator()
+            if operator is not None:
+                if operator in (";;", ";&", ";;&"):
+                    self.problems.append(f"`{operator}` (a `case` branch) is not analysed")
+                elif expect_command:
+                    self.problems.append(f'"{operator}" has no command before it')
+                pending = operator if operator in ("&&", "||", "|", "|&") else None
+                expect_command = True
+                continue
+            if char == ")":
+                self.problems.append('an unmatched ")"')
+                self.pos += 1
+                continue
+            self.parse_command()
+            pending, expect_command = None, False
+
+    def read_operator(self) -> str | None:
+        for operator in (";;&", ";;", ";&", "&&", "||", "|&", ";", "|", "&"):
+            if self.startswith(operator):
+                if operator == "&" and self.peek(1) == ">":
+                    return None  # "&>" is a redirection
+                self.pos += len(operator)
+                return operator
+        return None
+
+    def parse_command(self) -> None:
+        """One command: a subshell, an arithmetic command, or a simple command with its redirections."""
+        start = self.pos
+        if self.startswith("(("):
+            end = self.find_arithmetic_end(self.pos + 2)
+            self.pos = end
+            builder = _Builder(start=start, problems=["an arithmetic command `(( ... ))` is not analysed"])
+            self.parse_words(builder)
+            self.finish(builder)
+            return
+        if self.peek() == "(":
+            self.pos += 1
+            if self.depth >= _MAX_DEPTH:
+                self.problems.append("commands are nested too deeply to analyse")
+                self.pos = len(self.src)
+                return
+            inner = _Parser(self.src, "( ... )", self.depth + 1)
+            inner.pos = self.pos
+            closed = inner.parse_list(stop=")")
+            self.adopt(inner)
+            self.pos = inner.pos
+            if not closed:
+                self.problems.append('a subshell "(" is never closed')
+            builder = _Builder(start=start)
+            self.parse_words(builder)  # redirections of the subshell (words here are a syntax error)
+            if builder.words:
+                builder.problems.append("words after a subshell are not valid shell")
+            if builder.redirects or builder.words or builder.problems:
+                self.finish(builder)
+            return
+        builder = _Builder(start=start)
+        self.parse_words(builder)
+        self.finish(builder)
+
+    def parse_words(self, builder: _Builder) -> None:
+        """Words, assignments and redirections up to the next operator, newline or ``)``."""
+        while True:
+            self.skip_blanks()
+            char = self.peek()
+            if not char or char in "\n;|" or (char == "&" and self.peek(1) != ">"):
+                return
+            if char == ")":
+                return
+            if char == "#" and self.at_word_start():
+                self.skip_comment()
+                return
+            if char == "(":
+                # "name() { ...; }" or a stray "(": not something a rule can judge. The body that
+                # follows is read as commands of its own, so a deny rule still sees them.
+                builder.problems.append('a function definition or an unexpected "("')
+                builder.runs = False
+                self.pos += 1
+                if self.peek() == ")":
+                    self.pos += 1
+                builder.end = self.pos
+                return
+            if self.read_redirect(builder, fd=""):
+                continue
+            word = self.read_word()
+            if word is None:
+                continue
+            # "2>file": digits glued to a redirection operator are its file descriptor.
+            if re.fullmatch(r"[0-9]+", word.source) and self.peek() in ("<", ">") and not self.startswith("<(") \
+                    and not self.startswith(">("):
+                if self.read_redirect(builder, fd=word.source):
+                    continue
+            if re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", word.source) and self.peek() in ("<", ">"):
+                builder.problems.append(f"a redirection to a named descriptor {word.source} is not analysed")
+                continue
+            builder.end = self.pos
+            if not builder.words:
+                literal = word.literal()
+                if _ASSIGNMENT.match(word.source) and word.source[0] not in "'\"":
+                    builder.assignments.append(word)
+                    continue
+                if literal is not None and word.source == literal:
+                    if literal in _TRANSPARENT_KEYWORDS:
+                        continue
+                    if literal == "time" and not builder.assignments:
+                        self.skip_blanks()
+                        if self.startswith("-p") and (self.peek(2) in _METACHARACTERS or not self.peek(2)):
+                            self.pos += 2
+                        continue
+                    if literal in _OPAQUE_KEYWORDS:
+                        builder.problems.append(f"{_OPAQUE_KEYWORDS[literal]} is not analysed")
+                        builder.runs = False
+                        continue
+            builder.words.append(word)
+
+    def at_word_start(self) -> bool:
+        return self.pos == 0 or self.src[self.pos - 1] in _METACHARACTERS
+
+    def finish(self, builder: _Builder) -> None:
+        end = builder.end if builder.end >= 0 else self.pos
+        text = self.src[builder.start : end].strip()
+        if not (builder.words or builder.assignments or builder.redirects or builder.problems):
+            return
+        self.commands.append(
+            SimpleCommand(
+                text=text,
+                assignments=tuple(builder.assignments),
+                words=tuple(builder.words),
+                redirects=tuple(builder.redirects),
+                problems=tuple(builder.problems),
+                origin=self.origin,
+                runs=builder.runs,
+            )
+        )
+
+    def adopt(self, inner: _Parser) -> None:
+        self.commands.extend(inner.commands)
+        self.problems.extend(inner.problems)
+        self.pending_heredocs.extend(inner.pending_heredocs)
+
+    # --- redirections and here-documents ----------------------------------------------------------
+
+    def read_redirect(self, builder: _Builder, fd: str) -> bool:
+        if self.startswith("<(") or self.startswith(">("):
+            return False  # process substitution: a word
+        for operator in ("&>>", "&>", "<<<", "<<-", "<<", ">>", ">|", ">&", "<&", "<>", ">", "<"):
+            if self.startswith(operator):
+                break
+        else:
+            return False
+        self.pos += len(operator)
+        self.skip_blanks()
+        if self.startswith("<(") or self.startswith(">("):
+            target = self.read_word()
+        elif not self.peek() or self.peek() in _METACHARACTERS:
+            builder.problems.append(f'the redirection "{operator}" has no target')
+            builder.redirects.append(Redirect(operator=operator, fd=fd, target=None))
+            return True
+        else:
+            target = self.read_word()
+        builder.end = self.pos
+        builder.redirects.append(Redirect(operator=operator, fd=fd, target=target))
+        if operator in ("<<", "<<-"):
+            builder.problems.append("a here-document feeds text the rules do not analyse")
+            delimiter = target.text("") if target is not None else ""
+            self.pending_heredocs.append((delimiter, operator == "<<-"))
+        return True
+
+    def read_heredoc_bodies(self) -> None:
+        """After a newline: skip the bodies of the here-documents opened on the line before."""
+        while self.pending_heredocs:
+            delimiter, strip_tabs = self.pending_heredocs.pop(0)
+            while True:
+                if self.pos >= len(self.src):
+                    self.problems.append(f'the here-document "{delimiter}" has no closing delimiter')
+                    return
+                end = self.src.find("\n", self.pos)
+                line = self.src[self.pos : end if end >= 0 else len(self.src)]
+                self.pos = end + 1 if end >= 0 else len(self.src)
+                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    break
+
+    # --- words ------------------------------------------------------------------------------------
+
+    def read_word(self) -> Word | None:
+        """One word starting at ``pos`` (which is not a blank or an operator)."""
+        start = self.pos
+        segments: list[str | Expansion] = []
+        literal: list[str] = []
+
+        def flush() -> None:
+            if literal:
+                segments.append("".join(literal))
+                literal.clear()
+
+        def expansion(item: Expansion) -> None:
+            flush()
+            segments.append(item)
+
+        while self.pos < len(self.src):
+            char = self.peek()
+            if char in _METACHARACTERS:
+                if char in "<>" and self.peek(1) == "(" and self.pos == start:
+                    expansion(self.read_nested(self.pos + 2, "process", f"{char}(...)"))
+                    continue
+                break
+            if char == "\\":
+                nxt = self.peek(1)
+                if nxt == "\n":
+                    self.pos += 2
+                elif nxt:
+                    literal.append(nxt)
+                    self.pos += 2
+                else:
+                    literal.append("\\")
+                    self.pos += 1
+                continue
+            if char == "'":
+                end = self.src.find("'", self.pos + 1)
+                if end < 0:
+                    self.problems.append("a single quote is never closed")
+                    literal.append(self.src[self.pos + 1 :])
+                    self.pos = len(self.src)
+                    break
+                literal.append(self.src[self.pos + 1 : end])
+                self.pos = end + 1
+                continue
+            if char == '"':
+                self.pos += 1
+                self.read_double_quoted(literal, expansion)
+                continue
+            if char == "$":
+                nxt = self.peek(1)
+                if nxt == "'":
+                    self.pos += 2
+                    decoded = self.read_ansi_c()
+                    if decoded is None:
+                        expansion(Expansion(source=self.src[start : self.pos], kind="parameter"))
+                    else:
+                        literal.append(decoded)
+                    continue
+                if nxt == '"':
+                    self.pos += 2
+                    self.read_double_quoted(literal, expansion)
+                    continue
+                item = self.read_dollar()
+                if item is None:
+                    literal.append("$")
+                else:
+                    expansion(item)
+                continue
+            if char == "`":
+                expansion(self.read_backticks())
+                continue
+            if char in "*?":
+                expansion(Expansion(source=char, kind="glob"))
+                self.pos += 1
+                continue
+            if char == "[" and self.bracket_closes():
+                end = self.src.index("]", self.pos + 2)
+                expansion(Expansion(source=self.src[self.pos : end + 1], kind="glob"))
+                self.pos = end + 1
+                continue
+            if char == "{":
+                brace = self.brace_expansion()
+                if brace is not None:
+                    expansion(Expansion(source=brace, kind="brace"))
+                    self.pos += len(brace)
+                    continue
+            literal.append(char)
+            self.pos += 1
+        flush()
+        if self.pos == start:
+            self.pos += 1  # never loop on a character nothing consumes
+            return None
+        return Word(segments=tuple(segments), source=self.src[start : self.pos])
+
+    def bracket_closes(self) -> bool:
+        """Whether an unquoted ``[`` here opens a glob class (a ``]`` follows within the word)."""
+        # A bounded look-ahead keeps a line of a thousand "[" fast; a longer class is rare enough
+        # that reading it as literal text (it then matches fewer allow rules) costs nothing.
+        found = _CLASS_END.search(self.src, self.pos + 2, self.pos + _SCAN_LIMIT)
+        return found is not None and found.group() == "]"
+
+    def brace_expansion(self) -> str | None:
+        """``{a,b}`` or ``{1..3}`` at ``pos`` (unquoted, within the word), else ``None``."""
+        index, nesting = self.pos, 0
+        limit = min(len(self.src), self.pos + _SCAN_LIMIT)
+        while index < limit:
+            char = self.src[index]
+            if char in _METACHARACTERS or char in "'\"\\$`":
+                return None
+            if char == "{":
+                nesting += 1
+            elif char == "}":
+                nesting -= 1
+                if nesting == 0:
+                    body = self.src[self.pos + 1 : index]
+                    return self.src[self.pos : index + 1] if ("," in body or ".." in body) else None
+            index += 1
+        return None
+
+    def read_double_quoted(self, literal: list[str], expansion: Callable[[Expansion], None]) -> None:
+        while self.pos < len(self.src):
+            char = self.peek()
+            if char == '"':
+                self.pos += 1
+                return
+            if char == "\\":
+                nxt = self.peek(1)
+                if nxt == "\n":
+                    self.pos += 2
+                elif nxt in ('"', "\\", "$", "`"):
+                    literal.append(nxt)
+                    self.pos += 2
+                else:
+                    literal.append("\\")
+                    self.pos += 1
+                continue
+            if char == "$":
+                item = self.read_dollar()
+                if item is None:
+                    literal.append("$")
+                else:
+                    expansion(item)
+                continue
+            if char == "`":
+                expansion(self.read_backticks())
+                continue
+            literal.append(char)
+            self.pos += 1
+        self.problems.append("a double quote is never closed")
+
+    def read_ansi_c(self) -> str | None:
+        """The body of ``$'...'`` after the opening quote, decoded; ``None`` if it cannot be."""
+        out: list[str] = []
+        while self.pos < len(self.src):
+            char = self.peek()
+            if char == "'":
+                self.pos += 1
+                return "".join(out)
+            if char != "\\":
+                out.append(char)
+                self.pos += 1
+                continue
+            nxt = self.peek(1)
+            self.pos += 2
+            if nxt in _ANSI_SIMPLE:
+                out.append(_ANSI_SIMPLE[nxt])
+            elif nxt and nxt in "xuU":
+                limit = {"x": 2, "u": 4, "U": 8}[nxt]
+                digits = re.match(f"[0-9A-Fa-f]{{1,{limit}}}", self.src[self.pos : self.pos + limit])
+                if digits is None:
+                    out.append("\\" + nxt)
+                    continue
+                self.pos += len(digits.group())
+                try:
+                    out.append(chr(int(digits.group(), 16)))
+                except (ValueError, OverflowError):
+                    return None
+            elif nxt and nxt in "01234567":
+                digits = re.match(r"[0-7]{0,2}", self.src[self.pos : self.pos + 2])
+                value = nxt + (digits.group() if digits else "")
+                self.pos += len(value) - 1
+                out.append(chr(int(value, 8)))
+            elif nxt == "c" and self.peek():
+                out.append(chr(ord(self.peek()) & 0x1F))
+                self.pos += 1
+            elif not nxt:
+                break
+            else:
+                out.append("\\" + nxt)
+        self.problems.append("a $'...' string is never closed")
+        return None
+
+    def read_dollar(self) -> Expansion | None:
+        """What follows a ``$`` (``pos`` at the ``$``): a parameter, ``${...}``, ``$(...)`` or ``$((...))``."""
+        start = self.pos
+        nxt = self.peek(1)
+        if self.src.startswith("$((", start):
+            end = self.find_arithmetic_end(start + 3)
+            body = self.src[start:end]
+            self.pos = end
+            if "$(" in body[3:] or "`" in body:
+                self.problems.append("a command substitution inside `$(( ... ))` is not analysed")
+            return Expansion(source=body, kind="arithmetic")
+        if nxt == "(":
+            return self.read_nested(start + 2, "command", "$(...)", source_start=start)
+        if nxt == "{":
+            end = self.find_brace_end(start + 2)
+            body = self.src[start:end]
+            self.pos = end
+            if "$(" in body or "`" in body or "<(" in body or ">(" in body:
+                self.problems.append("a command substitution inside `${...}` is not analysed")
+            return Expansion(source=body, kind="parameter")
+        if nxt and nxt in _SPECIAL_PARAMETERS:
+            self.pos += 2
+            return Expansion(source=self.src[start : self.pos], kind="parameter")
+        name = _NAME.match(self.src, start + 1)
+        if name is not None:
+            self.pos = name.end()
+            return Expansion(source=self.src[start : self.pos], kind="parameter")
+        self.pos += 1
+        return None
+
+    def read_nested(self, body_start: int, kind: str, origin: str, source_start: int | None = None) -> Expansion:
+        """``$(...)``, ``<(...)`` or ``>(...)``: parse the inner commands up to the closing ``)``."""
+        start = self.pos if source_start is None else source_start
+        if self.depth >= _MAX_DEPTH:
+            self.problems.append("commands are nested too deeply to analyse")
+            self.pos = len(self.src)
+            return Expansion(source=self.src[start:], kind=kind)
+        inner = _Parser(self.src, origin, self.depth + 1)
+        inner.pos = body_start
+        closed = inner.parse_list(stop=")")
+        self.adopt(inner)
+        self.pos = inner.pos
+        if not closed:
+            self.problems.append(f'a "{origin}" is never closed')
+        return Expansion(source=self.src[start : self.pos], kind=kind)
+
+    def read_backticks(self) -> Expansion:
+        start = self.pos
+        self.pos += 1
+        body: list[str] = []
+        while self.pos < len(self.src):
+            char = self.peek()
+            if char == "`":
+                self.pos += 1
+                break
+            if char == "\\" and self.peek(1) in ("`", "\\", "$"):
+                body.append(self.peek(1))
+                self.pos += 2
+                continue
+            body.append(char)
+            self.pos += 1
+        else:
+            self.problems.append("a backtick command substitution is never closed")
+        if self.depth >= _MAX_DEPTH:
+            self.problems.append("commands are nested too deeply to analyse")
+        else:
+            inner = parse("".join(body), origin="`...`", depth=self.depth + 1)
+            self.commands.extend(inner.commands)
+            self.problems.extend(inner.problems)
+        return Expansion(source=self.src[start : self.pos], kind="command")
+
+    def find_arithmetic_end(self, index: int) -> int:
+        """The index just past the ``))`` closing an arithmetic expression whose body starts at ``index``."""
+        nesting = 0
+        while index < len(self.src):
+            char = self.src[index]
+            if char == "(":
+                nesting += 1
+            elif char == ")":
+                if nesting == 0:
+                    if self.src.startswith("))", index):
+                        return index + 2
+                    self.problems.append("an arithmetic expression is not closed by `))`")
+                    return index + 1
+                nesting -= 1
+            index += 1
+        self.problems.append("an arithmetic expression is never closed")
+        return len(self.src)
+
+    def find_brace_end(self, index: int) -> int:
+        nesting = 0
+        while index < len(self.src):
+            char = self.src[index]
+            if char == "\\":
+                index += 2
+                continue
+            if char == "{":
+                nesting += 1
+            elif char == "}":
+                if nesting == 0:
+                    return index + 1
+                nesting -= 1
+            index += 1
+        self.problems.append("a ${...} expansion is never closed")
+        return len(self.src)

@@ -1,0 +1,149 @@
+"""Differential checks against real bash: the rules see every command bash would run.
+
+Commands are built at random from shell tokens (operators, quotes, substitutions, escapes, line
+continuations, redirections, keywords, wrappers). Stub programs ``ok``, ``bad`` and ``sh`` record
+each run in a log, and bash runs the command with only the stubs on ``PATH``:
+
+- with ``allow = ["bash(ok *)"]`` and ``default = "deny"``, a command the rules allow runs nothing
+  but ``ok`` and writes no file;
+- with ``deny = ["bash(bad *)"]`` and ``default = "allow"``, a command that runs ``bad`` is never
+  allowed;
+- with ``allow = ["bash(ok *)", "write(out)"]`` and ``default = "deny"``, a command the rules allow
+  runs nothing but ``ok`` and writes no file but ``out`` (in the workspace, and nothing beside it);
+- with ``deny = ["bash(bad *)", "write(**/secret)"]`` and ``default = "allow"``, a command the
+  rules allow (redirections and substitutions included) never runs ``bad`` and never creates
+  ``secret``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness_rules.config import RulesConfig
+from harness_rules.engine import RuleSet
+
+BASH = shutil.which("bash")
+TOKENS = [
+    "ok", "bad", "b\\ad", "'bad'", "ok", " ", " ", "x", ";", "&&", "||", "|", "&", "\n", "\\\n", "$(", ")", "(",
+    "`", "'", '"', "\\", "#", "{", "}", "$", "=", ">", "<", "2>&1", "*", "${", "$'\\x62ad'", "-c", "sh", "b", "ad",
+]
+RULES = RuleSet(RulesConfig(default="deny", allow=["bash(ok *)"]), "/nonexistent")
+DENY_RULES = RuleSet(RulesConfig(default="allow", deny=["bash(bad *)"]), "/nonexistent")
+#: Redirections, substitutions and folder changes, for the write invariants.
+WRITE_TOKENS = [
+    " > out", ">>out", " > secret", ">secret", "2>secret", "&>secret", "<>secret", " > 'sec'ret", "> sec\\\nret",
+    " > s*", " > $F", " > out", "cd sub;", "cd sub && ", "echo ", "$(", "`", ")", ">(", "<(", "ok ", "bad ", ";", "|",
+    "> /dev/null", "2>&1", " x", "\n", "{ ", " }", "(", "$(echo secret)", ">&", "secret", "out", "sub/",
+]
+MORE_TOKENS = ["if ", "then ", "fi", "do ", "done", "! ", "time ", "env ", "nice ", "timeout 1 ", "command ", "'",
+               "\\'", "$'", "\t", "<<<", "<(", ">(", "[", "]", "?", "~", "a=", "$((", "))"]
+
+
+@pytest.fixture(scope="module")
+def stubs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("stubs")
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    for name in ("ok", "bad", "sh"):
+        script = bin_dir / name
+        log = folder / "log"
+        script.write_text(f"#!{BASH}\necho {name} >> {log}\n")
+        script.chmod(0o755)
+    return folder
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.just("ok "), st.sampled_from(TOKENS)), min_size=1, max_size=10))
+def test_an_allowed_command_runs_nothing_but_allowed_programs(stubs: Path, tokens: list[str]) -> None:
+    command = "".join(tokens)
+    if RULES.decide("bash", {"command": command}).decision != "allow":
+        return
+    ran = run(stubs, command)
+    assert set(ran) <= {"ok"}, (command, ran)
+    assert os.listdir(stubs / "work") == [], command  # an allowed command writes no file
+
+
+def run(stubs: Path, command: str, *, folders: tuple[str, ...] = ()) -> list[str]:
+    """Run ``command`` under bash with only the stubs on PATH; the programs it ran, in order.
+
+    ``folders`` are made (empty) in the workspace first.
+    """
+    log = stubs / "log"
+    log.unlink(missing_ok=True)
+    work = stubs / "work"
+    work.mkdir(exist_ok=True)
+    for folder in (work, stubs):
+        for entry in folder.iterdir():
+            if entry.name not in ("bin", "work"):
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    for name in folders:
+        (work / name).mkdir()
+    try:
+        subprocess.run(
+            [str(BASH), "--norc", "--noprofile", "-c", command],
+            cwd=work, env={"PATH": str(stubs / "bin")}, capture_output=True, timeout=10, stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        pass  # whatever ran before the timeout is in the log
+    return log.read_text().split() if log.exists() else []
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.just("bad "), st.sampled_from(TOKENS + MORE_TOKENS)), min_size=1, max_size=12))
+def test_a_command_that_runs_a_denied_program_is_never_allowed(stubs: Path, tokens: list[str]) -> None:
+    command = "".join(tokens)
+    if DENY_RULES.decide("bash", {"command": command}).decision != "allow":
+        return
+    assert "bad" not in run(stubs, command), command
+
+
+def written(stubs: Path) -> set[str]:
+    """The files a command left in the workspace (``sub/x`` for one in a folder), and (``../x``) beside it."""
+    work = stubs / "work"
+    inside = {os.path.relpath(os.path.join(folder, name), work) for folder, _, names in os.walk(work) for name in names}
+    beside = {f"../{name}" for name in os.listdir(stubs) if name not in ("bin", "work", "log")}
+    return inside | beside
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.just("ok "), st.sampled_from(WRITE_TOKENS)), min_size=1, max_size=10))
+def test_an_allowed_command_writes_only_the_files_write_rules_allow(stubs: Path, tokens: list[str]) -> None:
+    command = "".join(tokens)
+    rules = RuleSet(RulesConfig(default="deny", allow=["bash(ok *)", "bash(echo *)", "write(out)"]),
+                    str(stubs / "work"))
+    if rules.decide("bash", {"command": command}).decision != "allow":
+        return
+    ran = run(stubs, command, folders=("sub",))
+    assert set(ran) <= {"ok"}, (command, ran)
+    assert written(stubs) <= {"out"}, (command, written(stubs))
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(WRITE_TOKENS + ["secret"]), min_size=1, max_size=10))
+def test_an_allowed_command_never_writes_a_denied_file_or_runs_a_denied_program(stubs: Path, tokens: list[str]) -> None:
+    command = "".join(tokens)
+    rules = RuleSet(RulesConfig(default="allow", deny=["bash(bad *)", "write(**/secret)"]), str(stubs / "work"))
+    if rules.decide("bash", {"command": command}).decision != "allow":
+        return
+    ran = run(stubs, command, folders=("sub",))
+    assert "bad" not in ran, (command, ran)
+    assert not any(os.path.basename(name) == "secret" for name in written(stubs)), (command, written(stubs))
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["$'\\x62ad'\\\n$\\\nok *nice 'bad'command \n\\", "b\\\nad x", "ok &\\\n& bad", "ok # x \\\nbad"],
+)
+def test_found_by_the_differential_check(command):
+    assert DENY_RULES.decide("bash", {"command": command}).decision != "allow"
