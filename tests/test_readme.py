@@ -31,3 +31,16 @@ def test_the_readme_harness_toml_example_validates(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_LOAD_PLUGINS", "path-guard")
     harness = Harness(config=ConfigSource.for_project(tmp_path, user_file=False), load_entrypoints=True)
     assert harness.config.section("path_guard").deny == ["**/.env", "secrets/**"]
+
+
+def test_the_readme_permission_composition_validates_with_the_real_plugins(tmp_path, monkeypatch):
+    example = next(block for block in re.findall(r"```toml\n(.*?)```", README, re.S) if "[rules]" in block)
+    (tmp_path / "harness.toml").write_text(example)
+    monkeypatch.delenv("HARNESS_LOAD_PLUGINS", raising=False)
+    harness = Harness(config=ConfigSource.for_project(tmp_path, user_file=False), load_entrypoints=True)
+    config = harness.config
+    assert config.presets == ("workspace-write",)
+    assert config.section("sandbox").mode == "workspace-write"
+    assert config.section("rules").default_for["bash"] == "ask"
+    assert "bash(rm -rf *)" in config.section("rules").deny
+    assert config.section("hooks.claude_code").enabled is True
