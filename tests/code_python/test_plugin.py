@@ -28,7 +28,10 @@ def test_the_plugin_answers_code_runtime_with_a_python_runtime(project: Path):
     harness, _ = start(project)
     runtime = runtime_of(harness)
     assert runtime.language == "python"
-    assert runtime.interpreter == sys.executable
+    assert runtime.interpreter == os.path.realpath(sys.executable)  # a venv link resolved
+    # The worker travels as source, so a sandbox need only show the interpreter (not this package).
+    argv = runtime.worker_argv()
+    assert argv[1:4] == ["-I", "-B", "-c"] and "def main()" in argv[4]
 
 
 @pytest.mark.parametrize(
@@ -116,7 +119,7 @@ def test_diagnose_names_the_interpreter_and_whether_programs_are_sandboxed(proje
     (line,) = [
         message for source, _level, message in harness.diagnose() if message.startswith("run_code programs run with")
     ]
-    assert sys.executable in line and "unsandboxed (no sandbox plugin answers sandbox_policy)" in line
+    assert os.path.realpath(sys.executable) in line and "unsandboxed (no sandbox plugin answers sandbox_policy)" in line
     harness, _ = start(project, {"sandbox": {"mode": "read-only"}}, SandboxPlugin())
     (line,) = [
         message for source, _level, message in harness.diagnose() if message.startswith("run_code programs run with")

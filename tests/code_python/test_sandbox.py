@@ -181,8 +181,8 @@ async def test_the_worker_argv_is_handed_to_sandbox_confine_and_the_wrapped_argv
     )
     harness, _ = start(project, {}, sandbox)
     assert (await run("return 'ran through env'", on=runtime_of(harness))).result == "ran through env"
-    ((python, isolated, no_bytecode, worker),) = sandbox.confine_calls
-    assert (isolated, no_bytecode) == ("-I", "-B") and worker.endswith("worker.py")
+    ((python, isolated, no_bytecode, source_flag, source),) = sandbox.confine_calls
+    assert (isolated, no_bytecode, source_flag) == ("-I", "-B", "-c") and "def main()" in source
 
 
 def processes_with(token: str) -> list[int]:

@@ -10,6 +10,7 @@ gets SIGTERM, then SIGKILL after the grace; whatever happens, nothing of the run
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal as signals
@@ -46,7 +47,7 @@ __all__ = [
     "terminate_group",
 ]
 
-#: The worker script, run by path so any Python 3.9+ interpreter can run it (standard library only).
+#: The worker script (standard library only, so any Python 3.9+ interpreter can run it).
 WORKER = str(Path(__file__).with_name("worker.py"))
 #: How much of the worker's direct stderr output is kept for failure messages and the logs.
 STDERR_TAIL_BYTES = 16 * 1024
@@ -422,6 +423,12 @@ class _Session:
         await self.send(reply)
 
 
+@functools.cache
+def worker_source() -> str:
+    """The text of ``worker.py``, read once."""
+    return Path(WORKER).read_text(encoding="utf-8")
+
+
 class PythonRuntime:
     """Runs ``run_code`` programs written in Python, each in its own worker process.
 
@@ -441,16 +448,25 @@ class PythonRuntime:
 
     @property
     def interpreter(self) -> str:
-        """The Python that runs programs: ``[code_python] python``, else the harness's own."""
-        return self.settings.python or sys.executable
+        """The Python that runs programs: ``[code_python] python``, else the harness's own.
+
+        The harness's own is taken with symlinks resolved: a virtual environment's ``python`` is a
+        link into the base installation, and the environment may live where a sandbox hides it (a
+        private ``/tmp`` under workspace-write). The worker needs only the standard library.
+        """
+        return self.settings.python or os.path.realpath(sys.executable)
 
     def render_sdk(self, bindings: tuple[CodeBinding, ...]) -> str:
         """The prompt text that tells the model how to write programs that call ``bindings``."""
         return render_sdk(bindings)
 
     def worker_argv(self) -> list[str]:
-        """The unconfined command that starts a worker: isolated mode, no bytecode written."""
-        return [self.interpreter, "-I", "-B", WORKER]
+        """The unconfined command that starts a worker: isolated mode, no bytecode written.
+
+        The worker's source travels on the command line (``-c``) rather than as a path, so a
+        sandbox only has to show the interpreter, not wherever this package is installed.
+        """
+        return [self.interpreter, "-I", "-B", "-c", worker_source()]
 
     def _launch(self, request: CodeRunRequest) -> _Launch | CodeRunResult:
         """The argv to start, confined when the sandbox says so; a failure result when it cannot be."""
