@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness_code_python import CodePythonPlugin
-from harness_code_python.runtime import PythonRuntime
+from harness_code_python.runtime import PythonRuntime, base_interpreter
 from harness_core import ConfigError, Harness
 from harness_core.code_mode import CodeBinding
 
@@ -28,7 +28,7 @@ def test_the_plugin_answers_code_runtime_with_a_python_runtime(project: Path):
     harness, _ = start(project)
     runtime = runtime_of(harness)
     assert runtime.language == "python"
-    assert runtime.interpreter == os.path.realpath(sys.executable)  # a venv link resolved
+    assert runtime.interpreter == base_interpreter()  # the base installation behind a venv
     # The worker travels as source, so a sandbox need only show the interpreter (not this package).
     argv = runtime.worker_argv()
     assert argv[1:4] == ["-I", "-B", "-c"] and "def main()" in argv[4]
@@ -119,7 +119,7 @@ def test_diagnose_names_the_interpreter_and_whether_programs_are_sandboxed(proje
     (line,) = [
         message for source, _level, message in harness.diagnose() if message.startswith("run_code programs run with")
     ]
-    assert os.path.realpath(sys.executable) in line and "unsandboxed (no sandbox plugin answers sandbox_policy)" in line
+    assert base_interpreter() in line and "unsandboxed (no sandbox plugin answers sandbox_policy)" in line
     harness, _ = start(project, {"sandbox": {"mode": "read-only"}}, SandboxPlugin())
     (line,) = [
         message for source, _level, message in harness.diagnose() if message.startswith("run_code programs run with")
@@ -218,3 +218,13 @@ async def test_an_interpreter_without_the_harness_installed_runs_programs(projec
     result = await run("import sys\nreturn [sys.executable, await tools.echo({'n': 1})]", on=runtime_of(harness))
     assert result.error is None, result.error
     assert result.result == [base, {"n": 1}]
+
+
+def test_the_default_interpreter_is_the_base_installation_not_the_virtual_environment(project: Path):
+    # A venv may live under /tmp, which workspace-write hides behind a private tmpfs; the base
+    # installation's interpreter runs the stdlib-only worker wherever the venv is.
+    harness, _ = start(project)
+    interpreter = runtime_of(harness).interpreter
+    assert os.path.isfile(interpreter) and not os.path.islink(interpreter)
+    if sys.prefix != sys.base_prefix:
+        assert not interpreter.startswith(os.path.realpath(sys.prefix) + os.sep)

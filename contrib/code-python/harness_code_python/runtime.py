@@ -423,6 +423,13 @@ class _Session:
         await self.send(reply)
 
 
+def base_interpreter() -> str:
+    """The interpreter of the base installation behind this (possibly virtual) environment."""
+    # CPython records it as sys._base_executable (a venv's pyvenv.cfg "home"); elsewhere, our own.
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return os.path.realpath(base if os.path.exists(base) else sys.executable)
+
+
 @functools.cache
 def worker_source() -> str:
     """The text of ``worker.py``, read once."""
@@ -450,11 +457,11 @@ class PythonRuntime:
     def interpreter(self) -> str:
         """The Python that runs programs: ``[code_python] python``, else the harness's own.
 
-        The harness's own is taken with symlinks resolved: a virtual environment's ``python`` is a
-        link into the base installation, and the environment may live where a sandbox hides it (a
-        private ``/tmp`` under workspace-write). The worker needs only the standard library.
+        The harness's own is taken as its base installation: a virtual environment's ``python``
+        (a link or a copy) may live where a sandbox hides it (a private ``/tmp`` under
+        workspace-write), and the worker needs only the standard library.
         """
-        return self.settings.python or os.path.realpath(sys.executable)
+        return self.settings.python or base_interpreter()
 
     def render_sdk(self, bindings: tuple[CodeBinding, ...]) -> str:
         """The prompt text that tells the model how to write programs that call ``bindings``."""
