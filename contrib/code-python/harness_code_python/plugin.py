@@ -10,10 +10,11 @@ from harness_core import Harness, HarnessConfig, PluginRefusedError, hookimpl
 from harness_core.code_mode import CodeRuntime
 
 if TYPE_CHECKING:
+    from harness_core.processes import ProcessGroups
     from harness_core.sandbox import SandboxPolicy
 
     from .config import CodePythonConfig
-    from .runtime import LiveGroups, PythonRuntime
+    from .runtime import PythonRuntime
 
 __all__ = ["CodePythonPlugin", "SECTION"]
 
@@ -32,7 +33,7 @@ class CodePythonPlugin:
         self.runtime: PythonRuntime | None = None
         #: The worker processes still running; made with the runtime, so that merely discovering
         #: the plugin (``harness plugins``) never imports the runtime module.
-        self.live: LiveGroups | None = None
+        self.live: ProcessGroups | None = None
 
     @hookimpl
     def harness_register_config(self, register: Callable[[str, type[Any]], None]) -> None:
@@ -43,12 +44,14 @@ class CodePythonPlugin:
 
     @hookimpl
     def harness_configure(self, config: HarnessConfig, harness: Harness) -> None:
-        from .runtime import LiveGroups, PythonRuntime
+        from harness_core.processes import ProcessGroups
+
+        from .runtime import PythonRuntime
 
         settings: CodePythonConfig = config.section(SECTION)
         project_dir = Path(config.project_dir)
         if self.live is None:
-            self.live = LiveGroups()
+            self.live = ProcessGroups()
         self.runtime = PythonRuntime(settings, harness, project_dir, self.live)
 
     @hookimpl

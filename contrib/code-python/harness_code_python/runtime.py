@@ -16,7 +16,7 @@ import os
 import signal as signals
 import subprocess
 import sys
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from harness_core import Harness
 from harness_core.code_mode import NO_RESULT, CodeBinding, CodeRunFailure, CodeRunRequest, CodeRunResult, ToolCallError
 from harness_core.lossless import LosslessJSONError, snapshot, thaw
+from harness_core.processes import ProcessGroups, descendants, group_alive, kill_group, signal_name
 from harness_core.sandbox import ConfinedCommand, SandboxPolicy, SandboxUnavailableError, denial_marker
 
 from .sdk import render_sdk
@@ -36,14 +37,11 @@ if TYPE_CHECKING:
     from .config import CodePythonConfig
 
 __all__ = [
-    "LiveGroups",
     "LogBook",
     "ProtocolError",
     "PythonRuntime",
     "StderrTail",
     "WORKER",
-    "group_alive",
-    "kill_group",
     "terminate_group",
 ]
 
@@ -58,75 +56,9 @@ _POLL_S = 0.02
 # --- process groups (the same approach as the bash tool: a new session, TERM, grace, KILL) ------------
 
 
-def kill_group(pgid: int, sig: int) -> None:
-    """Send ``sig`` to every process of the group; a group that is gone already is fine."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _process_table() -> dict[int, tuple[bytes, int, int]] | None:
-    """``pid -> (state, ppid, pgrp)`` for every process in ``/proc``; ``None`` without ``/proc``."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return None
-    table: dict[int, tuple[bytes, int, int]] = {}
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                # After "pid (comm)": state, ppid, pgrp (comm may hold spaces and parentheses).
-                state, ppid, pgrp = handle.read().rsplit(b")", 1)[1].split()[:3]
-            table[int(entry)] = (state, int(ppid), int(pgrp))
-        except (OSError, IndexError, ValueError):
-            continue
-    return table
-
-
-def _running(state: bytes) -> bool:
-    return state not in (b"Z", b"X")
-
-
-def descendants(pid: int) -> set[int]:
-    """Every running process below ``pid`` in the process tree, whatever its group or session.
-
-    The sandbox runner puts the program in a session (and PID namespace) of its own, so the
-    process group alone does not reach it; the parent links do.
-    """
-    table = _process_table()
-    if table is None:
-        return set()
-    children: dict[int, list[int]] = {}
-    for child, (_state, ppid, _pgrp) in table.items():
-        children.setdefault(ppid, []).append(child)
-    found: set[int] = set()
-    stack = list(children.get(pid, ()))
-    while stack:
-        child = stack.pop()
-        if child not in found:
-            found.add(child)
-            stack.extend(children.get(child, ()))
-    return {child for child in found if _running(table[child][0])}
-
-
-def group_alive(pgid: int, members: Collection[int] = ()) -> bool:
-    """Whether any process of the group, or any of ``members``, still runs (zombies do not count)."""
-    try:
-        os.killpg(pgid, 0)
-        group_exists = True
-    except ProcessLookupError:
-        group_exists = False
-    except PermissionError:
-        return True
-    if not group_exists and not members:
-        return False
-    table = _process_table()
-    if table is None:
-        return group_exists  # no /proc: trust killpg
-    return any(_running(state) and (pgrp == pgid or pid in members) for pid, (state, _ppid, pgrp) in table.items())
+def _killed_by(number: int) -> str:
+    name = signal_name(number)
+    return f"signal {name}" if name.isdigit() else name
 
 
 def _kill_members(members: set[int], sig: int) -> None:
@@ -158,40 +90,6 @@ async def terminate_group(process: Process, pgid: int, grace_s: float, known: It
     with anyio.move_on_after(max(grace_s, 2.0)):
         while group_alive(pgid, members):
             await anyio.sleep(_POLL_S)
-
-
-class LiveGroups:
-    """The process groups of programs still running; closing kills them and any that start later."""
-
-    def __init__(self) -> None:
-        self._groups: set[int] = set()
-        self.closed = False
-
-    def add(self, pgid: int) -> None:
-        """Track a group that just started; one starting after ``close`` is killed at once."""
-        self._groups.add(pgid)
-        if self.closed:
-            kill_group(pgid, signals.SIGKILL)
-
-    def discard(self, pgid: int) -> None:
-        """Stop tracking a group whose run has finished with it."""
-        self._groups.discard(pgid)
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    def close(self) -> None:
-        """SIGKILL every tracked group (their runs still reap the leaders) and refuse new ones."""
-        self.closed = True
-        for pgid in list(self._groups):
-            kill_group(pgid, signals.SIGKILL)
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signals.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 # --- the run's pieces ----------------------------------------------------------------------------
@@ -446,12 +344,12 @@ class PythonRuntime:
     language = "python"
 
     def __init__(
-        self, settings: CodePythonConfig, harness: Harness, project_dir: Path, live: LiveGroups | None = None
+        self, settings: CodePythonConfig, harness: Harness, project_dir: Path, live: ProcessGroups | None = None
     ) -> None:
         self.settings = settings
         self.harness = harness
         self.project_dir = project_dir
-        self.live = live if live is not None else LiveGroups()
+        self.live = live if live is not None else ProcessGroups()
 
     @property
     def interpreter(self) -> str:
@@ -634,7 +532,7 @@ class PythonRuntime:
         if code is None:
             how = "stopped responding"
         elif code < 0:
-            how = f"was killed by {_signal_name(-code)}"
+            how = f"was killed by {_killed_by(-code)}"
         else:
             how = f"exited with status {code}"
         message = f"the Python worker {how} before the program finished"

@@ -22,6 +22,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from harness_core import Signal
+from harness_core.processes import ProcessGroups, group_alive, kill_group, signal_name
 
 __all__ = [
     "OutputSink",
@@ -239,85 +240,6 @@ class ProcessOutcome:
     signal: str | None
     timed_out: bool
     aborted: bool
-
-
-class ProcessGroups:
-    """The process groups of bash calls still running; closing kills them and any that start later."""
-
-    def __init__(self) -> None:
-        self._groups: set[int] = set()
-        self.closed = False
-
-    def add(self, pgid: int) -> None:
-        """Track a group that just started; a group starting after ``close`` is killed at once."""
-        self._groups.add(pgid)
-        if self.closed:
-            kill_group(pgid, signals.SIGKILL)
-
-    def discard(self, pgid: int) -> None:
-        """Stop tracking a group whose call has finished with it."""
-        self._groups.discard(pgid)
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    def close(self) -> None:
-        """SIGKILL every tracked group (their calls still reap their leaders) and refuse new ones."""
-        self.closed = True
-        for pgid in list(self._groups):
-            kill_group(pgid, signals.SIGKILL)
-
-
-def signal_name(number: int) -> str:
-    """``SIGKILL`` for 9; the number itself for a signal Python has no name for."""
-    try:
-        return signals.Signals(number).name
-    except ValueError:
-        return str(number)
-
-
-def kill_group(pgid: int, sig: int) -> None:
-    """Send ``sig`` to every process of the group; a group that is gone already is fine."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any process of the group still runs.
-
-    Zombies do not count where ``/proc`` tells them apart: a killed grandchild is reparented to
-    PID 1, and an init that does not reap (some containers) would otherwise keep the group
-    "alive" for ever.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return _running_member(pgid)
-
-
-def _running_member(pgid: int) -> bool:
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True  # no /proc: trust killpg
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                # After "pid (comm)": state, ppid, pgrp (comm may hold spaces and parentheses).
-                state, _ppid, pgrp = handle.read().rsplit(b")", 1)[1].split()[:3]
-            member = int(pgrp) == pgid
-        except (OSError, IndexError, ValueError):
-            continue
-        if member and state not in (b"Z", b"X"):
-            return True
-    return False
 
 
 async def terminate_group(process: Process, pgid: int, grace_s: float) -> None:

@@ -20,6 +20,8 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from harness_core.processes import group_alive, kill_group
+
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "AbortSignal", "HookHandler", "HookRun", "run_hook", "run_hooks", "unique_handlers"]
 
 #: Bytes kept of each of stdout and stderr; the rest is read and dropped so the hook never blocks.
@@ -93,28 +95,13 @@ class _Capture:
         return b"".join(self.chunks).decode("utf-8", errors="replace")
 
 
-def _kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
 async def _terminate(process: Process, pgid: int) -> None:
     """SIGTERM the whole group, SIGKILL it after the grace period, and reap the leader."""
-    _kill_group(pgid, signals.SIGTERM)
+    kill_group(pgid, signals.SIGTERM)
     with anyio.move_on_after(KILL_GRACE_S):
-        while _group_alive(pgid) and process.returncode is None:
+        while group_alive(pgid) and process.returncode is None:
             await anyio.sleep(0.01)
-    _kill_group(pgid, signals.SIGKILL)
+    kill_group(pgid, signals.SIGKILL)
     with anyio.move_on_after(5):
         await process.wait()
 
