@@ -365,7 +365,6 @@ class _Run:
         self.max_parallel = max_parallel
         # The run signal follows the outer body's (fused) signal, and aborts when the run settles.
         self.signal = Signal()
-        self._unfollow = ctx.signal.on_abort(self.signal.abort)
         self.over: str | None = None
         self.numbered = 0
         self.queue: deque[_SubCall] = deque()
@@ -374,6 +373,8 @@ class _Run:
         self.logging = 0
         self._changed = anyio.Event()
         self.logs_events = self.execution.agent is not None and pipeline.sink is not None
+        # Last: a signal that has already aborted calls back at once, and the run must exist by then.
+        self._unfollow = ctx.signal.on_abort(self._outer_aborted)
 
     def _notify(self) -> None:
         self._changed.set()
@@ -461,15 +462,30 @@ class _Run:
             raise failure
         return outcome
 
+    def _outer_aborted(self, reason: object) -> None:
+        """The outer call was aborted: the run is over at once, for the same reason (§6.3).
+
+        Queued sub-calls are abandoned, later binding calls are not dispatched, and in-flight ones
+        are discarded when they commit; the program itself is stopped by the runtime, which sees
+        the run signal abort.
+        """
+        if self.over is None:
+            self.over = "aborted" if reason is None else str(reason)
+        self.signal.abort(reason)
+        self._abandon_queue()
+
+    def _abandon_queue(self) -> None:
+        while self.queue:
+            entry = self.queue.popleft()
+            entry.reject(f"run_code run is over ({self.over}); {entry.name} tool call abandoned")
+        self._notify()
+
     def _settle(self) -> None:
         """The program ended: abort the run signal, abandon what never started, let the lane drain."""
         if self.over is None:
             self.over = SETTLED
         self.signal.abort(SETTLED)
-        while self.queue:
-            entry = self.queue.popleft()
-            entry.reject(f"run_code run is over ({self.over}); {entry.name} tool call abandoned")
-        self._notify()
+        self._abandon_queue()
 
     async def _drive(self, group: TaskGroup) -> None:
         """The lane: commit the head once settled, else start the next if there is room, else sleep."""
@@ -558,10 +574,13 @@ class _Run:
             ctx.conclude_turn()
 
     async def _log(self, entry: _SubCall, result: ToolResult) -> None:
+        content = tuple(result.content)
         try:
             content = await self._shaped_content(entry, result)
-            self._append_settled(entry, result, content)
         finally:
+            # Written even when the task is cancelled while a listener is still shaping the copy:
+            # every started sub-call gets exactly one settle event (§7), then with its own content.
+            self._append_settled(entry, result, content)
             self.logging -= 1
             self._notify()
 

@@ -782,3 +782,89 @@ async def test_a_queued_sub_call_whose_waiter_was_cancelled_never_starts() -> No
     result = await harness.execute(run_code("ignored"))
     assert result.value == {"logs": ["first"]}
     assert [execution.call_id for execution in policy.pre] == ["c1", "c1:code:1"]
+
+
+class StopsAfterAbort(PythonRuntime):
+    """One sub-call in flight and two queued when the outer call is aborted; one more call after."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcomes: dict[str, str] = {}
+        self.body_started = anyio.Event()
+
+    async def run(self, request: CodeRunRequest) -> CodeRunResult:
+        async def call(text: str) -> None:
+            try:
+                await request.call_tool("slow", {"text": text})
+                self.outcomes[text] = "ok"
+            except ToolCallError as exc:
+                self.outcomes[text] = str(exc)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "first")
+            await self.body_started.wait()
+            group.start_soon(call, "second")
+            group.start_soon(call, "third")
+            await anyio.sleep(0.05)  # both are queued behind the exclusive first call
+            await request.signal.wait()
+        await call("late")
+        return CodeRunResult(logs=())
+
+
+@pytest.mark.anyio
+async def test_an_outer_abort_ends_the_run_at_once_with_the_aborts_reason() -> None:
+    runtime = StopsAfterAbort()
+    policy = PolicyLog()
+    sink = MemoryEventSink()
+    signal = Signal()
+
+    async def slow(args: Any, ctx: Any) -> str:
+        runtime.body_started.set()
+        await ctx.signal.wait()
+        return "late"
+
+    harness = code_harness(policy, runtime=runtime, sink=sink, tools=(echo_tool("slow", body=slow),))
+    async with anyio.create_task_group() as group:
+        group.start_soon(harness.execute, run_code("ignored", signal=signal))
+        await runtime.body_started.wait()
+        await anyio.sleep(0.1)
+        signal.abort("user pressed stop")
+    # reference §6.3: in flight → discarded, queued → abandoned, later → not dispatched; the run
+    # is over for the abort's own reason, not "run_code settled".
+    assert runtime.outcomes == {
+        "second": "run_code run is over (user pressed stop); slow tool call abandoned",
+        "third": "run_code run is over (user pressed stop); slow tool call abandoned",
+        "first": "run_code run is over (user pressed stop); slow result discarded",
+        "late": "run_code run is over (user pressed stop); slow not dispatched",
+    }
+    # Only the started sub-call was numbered and logged.
+    assert [data["sub_call_id"] for data in sink.of_kind("tool/code-dispatch-start")] == ["c1:code:1"]
+    assert [data["sub_call_id"] for data in sink.of_kind("tool/code-dispatch")] == ["c1:code:1"]
+    assert [execution.call_id for execution, _ in policy.results] == ["c1:code:1", "c1"]
+
+
+class SlowSpill:
+    """A dispatch-log listener that takes its time (a spill to slow storage)."""
+
+    def __init__(self) -> None:
+        self.entered = anyio.Event()
+
+    @hookimpl
+    async def tools_code_dispatch_log(self, dispatch: Any, call_next: Any) -> Any:
+        self.entered.set()
+        await anyio.sleep_forever()
+        return await call_next()
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_dispatch_log_listener_still_leaves_one_settle_event() -> None:
+    sink = MemoryEventSink()
+    spill = SlowSpill()
+    harness = code_harness(spill, sink=sink)
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as group:
+            group.start_soon(harness.execute, run_code('return await tools.echo({"text": "kept"})'))
+            await spill.entered.wait()
+            scope.cancel()
+    (logged,) = sink.of_kind("tool/code-dispatch")
+    assert logged["sub_call_id"] == "c1:code:1" and logged["content"] == (TextBlock(text="kept"),)

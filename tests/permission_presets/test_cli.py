@@ -69,7 +69,7 @@ def test_presets_json_is_a_superset_with_the_effective_values_and_their_origins(
     assert row["effective"]["approval"]["policy"] == "never"
     assert row["origins"]["approval.policy"] == "harness.toml"
     assert row["origins"]["sandbox.network"] == "default"
-    assert row["effective"]["rules"]["default_for"] == {"bash": "ask", "write": "ask", "edit": "ask"}
+    assert row["effective"]["rules"]["default_for"] == {"bash": "ask", "write": "ask", "edit": "ask", "run_code": "ask"}
     assert rows["danger-full-access"]["effective"]["rules"]["default"] == "allow"
     assert rows["workspace-write"]["default"] is True and row["error"] is None
 

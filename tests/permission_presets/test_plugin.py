@@ -32,7 +32,7 @@ def test_the_entry_point_loads_the_plugin() -> None:
 def test_three_presets_ship_with_their_fragments_descriptions_and_workspace_write_as_default(tmp_path: Path) -> None:
     harness, presets = start(tmp_path)
     shipped = harness.config.available_presets
-    careful = {"default": "allow", "default_for": {"bash": "ask", "write": "ask", "edit": "ask"}}
+    careful = {"default": "allow", "default_for": {"bash": "ask", "write": "ask", "edit": "ask", "run_code": "ask"}}
     assert dict(shipped["read-only"].fragment) == {
         "sandbox": {"mode": "read-only"},
         "approval": {"policy": "ask"},

@@ -65,11 +65,14 @@ class CodePythonPlugin:
         runtime = self.runtime
         if runtime is None:
             return [("warning", "not configured: run_code programs cannot run")]
+        # A program's own code is confined only by the sandbox: unconfined, run_code can do what an
+        # unconfined shell can, whatever the tool policies say. That deserves a warning.
         if not runtime.settings.sandbox:
             return [
                 (
-                    "info",
-                    f"run_code programs run with {runtime.interpreter}, unsandboxed ([code_python] sandbox = false)",
+                    "warning",
+                    f"run_code programs run with {runtime.interpreter}, unsandboxed ([code_python] sandbox = false): "
+                    "a program's own code is not confined",
                 )
             ]
         hook = runtime.harness.plugin_manager.hook
@@ -79,6 +82,7 @@ class CodePythonPlugin:
             return [("error", f"the sandbox policy cannot be resolved ({exc}); run_code programs will not run")]
         if policy is None:
             where = "unsandboxed (no sandbox plugin answers sandbox_policy)"
+            return [("warning", f"run_code programs run with {runtime.interpreter}, {where}: a program's own code is not confined")]
         elif not policy.confined:
             where = f"unsandboxed (sandbox mode {policy.mode})"
         else:

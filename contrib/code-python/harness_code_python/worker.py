@@ -1,7 +1,8 @@
 """The worker process: runs one program as an async function body and relays its tool calls over a pipe.
 
-Started by the runtime as ``python -I -B <this file>`` (by path, so an interpreter without this
-package installed can run it: only the standard library is used). The protocol is one JSON object
+Started by the runtime as ``python -I -B -c <this file's source>`` (so an interpreter without this
+package installed, and a sandbox that hides where the package lives, can run it: only the
+standard library is used). The protocol is one JSON object
 per line. The worker keeps duplicates of its stdin and stdout for the protocol and then points
 file descriptors 0 and 1 elsewhere (``/dev/null`` and stderr), so nothing the program or its child
 processes write can be mistaken for a protocol message; ``print``, ``sys.stdout`` and ``sys.stderr``

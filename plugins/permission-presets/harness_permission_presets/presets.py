@@ -26,8 +26,13 @@ class ShippedPreset:
     default: bool = False
 
 
-#: Calls no rule matches are allowed, except the three tools that change things, which ask.
-CAREFUL_RULES: dict[str, Any] = {"default": "allow", "default_for": {"bash": "ask", "write": "ask", "edit": "ask"}}
+#: Calls no rule matches are allowed, except the tools that change things, which ask: the shell,
+#: the file writers, and Code Mode's run_code (a program's own code can do what a shell can; its
+#: tool calls are each judged again as sub-calls).
+CAREFUL_RULES: dict[str, Any] = {
+    "default": "allow",
+    "default_for": {"bash": "ask", "write": "ask", "edit": "ask", "run_code": "ask"},
+}
 #: Under approval "never" every ask is rejected, so the unprompted preset asks for nothing.
 UNPROMPTED_RULES: dict[str, Any] = {"default": "allow"}
 
@@ -36,7 +41,7 @@ SHIPPED: tuple[ShippedPreset, ...] = (
     ShippedPreset(
         name="read-only",
         bundle=Bundle("read-only", "ask"),
-        description="Read inside and outside the workspace but write nowhere; bash, write and edit ask first, "
+        description="Read inside and outside the workspace but write nowhere; commands, edits and programs ask first, "
         "and a wider retry requires approval.",
     ),
     ShippedPreset(
