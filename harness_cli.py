@@ -38,7 +38,8 @@ environment:
   HARNESS_LOAD_PLUGINS   comma list of entry-point names to load (empty: none); unset: all
   HARNESS_USER_CONFIG    path of the user config file (empty: none)
 
-plugins may add commands (for example `harness approvals`); `harness plugins` lists what is installed.
+plugins add commands of their own (for example `harness approvals`, `harness rules`); `harness doctor`
+lists them, and `harness COMMAND --help` explains one.
 """
 
 

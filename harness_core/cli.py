@@ -349,6 +349,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     import platform
 
     from . import hookspecs
+    from .errors import HarnessError
 
     _out(f"python {platform.python_version()} ({sys.executable})")
     try:
@@ -382,6 +383,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if config.presets:
             _out("presets applied: " + ", ".join(config.presets))
         _out(f"{len(harness.tools)} tool(s): {', '.join(harness.tools.names()) or 'none'}")
+        try:
+            commands = plugin_commands(harness)
+        except HarnessError as exc:
+            _out(f"error: plugin commands: {exc}")
+            problems += 1
+        else:
+            # `harness --help` never loads plugins (it must stay fast), so their commands are listed here.
+            listed = ", ".join(f"{name} ({command['plugin']})" for name, command in sorted(commands.items()))
+            _out(f"plugin commands: {listed or 'none'}")
         return EXIT_FAILED if problems else EXIT_OK
     finally:
         _close(harness)

@@ -356,3 +356,18 @@ def test_doctor_shows_plugin_diagnoses_and_exits_1_on_an_error(workspace, capsys
     assert run_cli("doctor") == 1
     out = capsys.readouterr().out
     assert f"info: [{module}:Diag] all quiet" in out and f"error: [{module}:Diag] the backend is missing" in out
+
+
+def test_doctor_lists_the_commands_plugins_add(workspace, capsys):
+    module = f"cmds_{uuid.uuid4().hex[:8]}"
+    (workspace / f"{module}.py").write_text(
+        "from harness_core import hookimpl\n"
+        "class Cmds:\n"
+        "    @hookimpl\n"
+        "    def harness_register_commands(self, register):\n"
+        "        register('greet', help='say hello', setup=lambda parser: None, run=lambda args, harness: 0)\n"
+    )
+    text = (workspace / "harness.toml").read_text().replace('modules = [', f'modules = ["{module}:Cmds", ')
+    (workspace / "harness.toml").write_text(text)
+    assert run_cli("doctor") == 0
+    assert f"plugin commands: greet ({module}:Cmds)" in capsys.readouterr().out
