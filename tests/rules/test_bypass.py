@@ -9,12 +9,23 @@ known-safe classifier (subshells, redirections, substitutions are never "safe").
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pydantic
 import pytest
 
+from harness_core import ConfigSource, Harness, ToolCall, hookimpl
+from harness_rules import RulesPlugin
 from harness_rules.config import RulesConfig
 from harness_rules.engine import RuleSet
 
-from .support import AllowEveryAsk, Recorder, bash, make_harness
+from .support import AllowEveryAsk, Recorder, Tools, bash, make_harness
 
 ALLOW = ["bash(echo *)", "bash(git status)", "bash(ls *)"]
 DENY = ["bash(rm -rf *)", "write(**/.env)", "edit(**/.env)"]
@@ -195,3 +206,369 @@ async def test_an_approved_ask_still_meets_the_deny_rules():
     result = await harness.execute(bash("curl x; rm -rf /", call_id="c2"))
     assert result.is_error and result.error.message == 'denied by rule "bash(rm -rf *)": rm -rf /'
     assert recorder.calls == [("bash", {"command": "curl x"})]
+
+
+# --- issue #8: bypasses found by an audit, each confirmed in real bash -----------------------------------------
+
+AUDIT_ALLOW = ["bash(echo *)", "bash(ls *)", "bash(git status)", "bash(git diff *)", "bash(cat *)", "bash(grep *)",
+               "bash(sort *)", "bash(sed *)", "bash(awk *)", "bash(less *)", "bash(tar *)", "bash(find *)",
+               "bash(printf *)", "bash(declare *)", "bash(test *)", "bash([ *)", "bash(man *)", "bash(vim *)",
+               "write(src/**)"]
+AUDIT_DENY = ["bash(rm *)", "write(.git/**)", "edit(.git/**)"]
+
+AUDIT_NEVER_ALLOWED = [
+    # 1. quotes inside ${...} hiding a chain
+    "echo ${x:-'}'} ; rm -rf DIR #'",
+    'echo ${x:-"}"} ; rm -rf DIR #"',
+    "echo \"${x:-'}'}\" ; touch DIR #'",
+    # 2. expansions that run code
+    "echo ${x:=$'\\x24(touch /tmp/p1)'} ${x@P}",
+    "echo ${y:=$'a[\\x24(touch /tmp/p2)]'} $((y))",
+    "echo ${z:=$'a[\\x24(touch /tmp/p3)]'} ${!z}",
+    "ls ${x:=$'\\x60touch /tmp/p5\\x60'} ${x@P}",
+    "echo $[y]",
+    "echo ${a[$(touch p)]}",
+    "echo ${x:y}",
+    "echo ${x/a/b}",
+    "echo ${x^^}",
+    "echo ${x:-$'\\x41'}",
+    "echo $((y + 1))",
+    "echo $((a[1]))",
+    "let y",
+    "declare 'a[$(touch p)]'",
+    "declare -i n=y",
+    "printf -v 'a[$(touch p)]' 1",
+    "command printf -v 'a[$(touch p)]' 1",
+    "printf -v'a[$(touch p)]' 1",
+    "[ -v 'a[$(touch p)]' ]",
+    "test -v 'a[$(touch p)]'",
+    "read 'a[$(touch p)]' < /dev/null",
+    "unset 'a[$(touch p)]'",
+    "compgen -W '$(touch p)' x",
+    "mapfile -C 'touch p' -c 1 arr < /dev/null",
+    "hash -p /usr/bin/touch ls; ls p",
+    "enable -f ./evil.so evil",
+    # 3. options that write files or run programs
+    "git diff --output=/tmp/x.diff",
+    "git diff --ext-diff",
+    "git diff --textconv",
+    "git diff --ext=x",
+    "git -C /tmp/evil status",
+    "git --git-dir=/tmp/evil diff",
+    "git --work-tree=/tmp diff",
+    "git -c core.pager=touch diff",
+    "git diff --exec=x",
+    "git diff --upload-pack=x",
+    "git grep -O foo",
+    "git grep -iO foo",
+    "git format-patch -o /tmp HEAD~1",
+    "sort -o /tmp/out a",
+    "sort --out=/tmp/out a",
+    "sort -ro /tmp/out a",
+    "sort --compress-prog=touch a",
+    "cat a | tee /tmp/out",
+    "find . -fprint /tmp/out",
+    "find . -fprintf /tmp/out %p",
+    "find . -fls /tmp/out",
+    "find . -delete",
+    "find . -okdir touch {} ;",
+    "sed -i s/a/b/ f",
+    "sed -ni s/a/b/p f",
+    "sed --in-place s/a/b/ f",
+    "sed 'w /tmp/out' f",
+    "sed 's/a/b/w /tmp/out' f",
+    "sed -n '1e touch p' f",
+    "sed --expr='w /tmp/out' f",
+    "sed 's/a/b/' f -e 'w /tmp/out'",
+    "sed -nes/a/b/w f",
+    "awk -e '{print}' -e 'BEGIN{system(\"touch p\")}'",
+    "gawk --source='BEGIN{system(\"touch p\")}'",
+    "sed -f script.sed f",
+    "awk '{system(\"touch p\")}' f",
+    "awk '{print > \"/tmp/out\"}' f",
+    "awk '{print | \"sh\"}' f",
+    "awk -f prog.awk f",
+    "less '+!touch p' f",
+    "less -o /tmp/out f",
+    "less --log-file=/tmp/out f",
+    "tar -xf a.tar --to-command=sh",
+    "tar -I 'sh -c x' -xf a.tar",
+    "tar xIf prog a.tar",
+    "tar --checkpoint-action=exec=sh -xf a.tar",
+    "man -P 'sh -c x' ls",
+    "vim -c '!touch p' f",
+    "vim '+!touch p' f",
+    "echo / | xargs touch",
+    "env -S 'touch p'",
+    # 4. here-documents with continuations
+    "cat <<'EOF'\nfoo\\\nEOF\ntouch /tmp/zz\nEOF",
+    "cat <<EOF\nE\\\nOF\ntouch /tmp/zz\nEOF",
+    "cat <<EOF\nfoo\\\nEOF\ntouch /tmp/zz\nEOF",
+    "cat <<-'EOF'\n\tfoo\\\n\tEOF\ntouch /tmp/zz\nEOF",
+    "echo $((1<<2))\\\n; cat <<EOF\nx\nEOF",
+    # found by the differential check: bash expands a ">&WORD" target twice
+    "echo x >&$'\\x24(touch p)'",
+    "echo x >&$'a[\\x24(touch p)]'",
+    "echo x >&$'\\x60touch p\\x60'",
+    "echo x >&'$(touch p)'",
+    "echo x <&'$(touch p)'",
+]
+
+
+@pytest.mark.parametrize("default", ["ask", "deny"])
+@pytest.mark.parametrize("command", AUDIT_NEVER_ALLOWED)
+def test_the_audit_commands_are_never_allowed(command, default):
+    rules = RuleSet(RulesConfig(default=default, allow=AUDIT_ALLOW, deny=AUDIT_DENY), "/srv/project")
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision in ("ask", "deny"), verdict
+    if default == "deny":
+        assert verdict.decision == "deny", verdict
+
+
+@pytest.mark.parametrize("default", ["ask", "deny"])
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        ("echo ${x:-'}'} ; rm -rf DIR #'", "bash(rm *)"),
+        ('echo ${x:-"}"} ; rm -rf DIR #"', "bash(rm *)"),
+        ("echo ${x:-$(rm -rf /)}", "bash(rm *)"),
+        ('echo "${x:-`rm -rf /`}"', "bash(rm *)"),
+        ("cat <<'EOF'\nfoo\\\nEOF\nrm -rf /tmp/zz\nEOF", "bash(rm *)"),
+        ("cat <<EOF\nE\\\nOF\nrm -rf /tmp/zz\nEOF", "bash(rm *)"),
+        ("cat <<-EOF\n\tfoo\\\\\n\tEOF\nrm -rf /tmp/zz\n", "bash(rm *)"),
+        ("git diff --output=.git/hooks/pre-commit", "write(.git/**)"),
+        ("git diff --output .git/hooks/pre-commit", "write(.git/**)"),
+        ("git diff HEAD --output=src/../.git/config", "write(.git/**)"),
+        ("sort -o .git/config a", "write(.git/**)"),
+        ("sort --output=.git/config a", "write(.git/**)"),
+        ("sort -o.git/config a", "write(.git/**)"),
+        ("cat a | tee src/x .git/hooks/pre-commit", "write(.git/**)"),
+    ],
+)
+def test_the_audit_commands_with_a_deny_rule_are_denied(command, rule, default):
+    rules = RuleSet(RulesConfig(default=default, allow=AUDIT_ALLOW, deny=AUDIT_DENY), "/srv/project")
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision == "deny" and verdict.by_deny_rule and verdict.rule == rule, verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo $HOME ${HOME} ${#HOME} ${X:-foo} ${X-a.b/c} ${X:+on} $((1+2)) ${1} ${@} $# ${#}",
+     "git diff --output=src/x.diff", "git diff -C HEAD", "git log -Scode", "sort -o src/out a", "cat a | tee src/out",
+     "sed -n 's/a/b/p' f", "sed --sandbox 's/a/b/w x' f", "awk -F: '{print $1}' f", "printf -v x %s 1",
+     "declare -a x", "[ -n \"$x\" ]", "less -R f", "tar -tzf a.tgz", "find . -name '*.py'", "echo ${x:-'}'}"],
+)
+def test_plain_forms_stay_judgeable(command):
+    # What a rule can judge is still allowed by it (the last one: a quoted word, judged as a whole).
+    allow = [*AUDIT_ALLOW, "bash(git log *)", "bash(tee *)"]
+    rules = RuleSet(RulesConfig(default="ask", allow=allow, deny=AUDIT_DENY), "/srv/project")
+    verdict = rules.decide("bash", {"command": command})
+    expected = "ask" if command == "echo ${x:-'}'}" else "allow"
+    assert verdict.decision == expected, verdict
+
+
+BASH = shutil.which("bash")
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo ${x:-'}'} ; touch MARK #'",
+        'echo ${x:-"}"} ; touch MARK #"',
+        "echo ${x:=$'\\x24(touch MARK)'} ${x@P}",
+        "echo ${y:=$'a[\\x24(touch MARK)]'} $((y))",
+        "echo ${z:=$'a[\\x24(touch MARK)]'} ${!z}",
+        "ls ${x:=$'\\x60touch MARK\\x60'} ${x@P}",
+        "echo ${y:=$'a[\\x24(touch MARK)]'} $[y]",
+        "y=$'a[\\x24(touch MARK)]'; declare -i n=y",
+        "printf -v 'a[$(touch MARK)]' 1",
+        "printf -v'a[$(touch MARK)]' 1",
+        "declare 'a[$(touch MARK)]=1'",
+        "read 'a[$(touch MARK)]' <<< x",
+        "a=(1); unset 'a[$(touch MARK)]'",
+        "[ -v 'a[$(touch MARK)]' ]",
+        "cat <<'EOF'\nfoo\\\nEOF\ntouch MARK\nEOF",
+        "cat <<EOF\nE\\\nOF\ntouch MARK\nEOF",
+        "git diff --no-index --output=MARK /dev/null /dev/null",
+        "sort -o MARK /dev/null",
+        "echo | tee MARK",
+        "printf 'a\\nb\\n' | { mapfile -C 'touch MARK' -c 1 arr; }",
+        "hash -p \"$(command -v touch)\" ls; ls MARK",
+        "echo x >&$'\\x24(touch MARK)'",
+        "echo x >&'`touch MARK`'",
+    ],
+)
+def test_each_audit_command_really_runs_the_hidden_command_and_is_not_allowed(command, tmp_path):
+    # The command does what the audit says in real bash (it creates MARK) ...
+    subprocess.run([str(BASH), "--norc", "--noprofile", "-c", command], cwd=tmp_path, capture_output=True,
+                   timeout=30, stdin=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
+    if "git" in command and shutil.which("git") is None:
+        pytest.skip("needs git")
+    assert (tmp_path / "MARK").exists(), command
+    # ... and the rules never allow it, and deny it when a deny rule names what it hides.
+    rules = RuleSet(RulesConfig(default="ask", allow=AUDIT_ALLOW, deny=["bash(touch *)", "write(MARK)"]), str(tmp_path))
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision in ("ask", "deny"), verdict
+    if "; touch MARK" in command or "\ntouch MARK" in command:  # a plain command the reader must see
+        assert verdict.decision == "deny", verdict
+
+
+# --- issue #8, item 5: no later layer can weaken deny rules ----------------------------------------------------
+
+
+def test_a_renamed_command_argument_is_checked_in_addition_to_the_built_in_one():
+    settings = RulesConfig(default="ask", allow=["bash(echo *)"], deny=["bash(rm *)"], command_tools={"bash": "cmd"})
+    rules = RuleSet(settings, "/srv/project")
+    for arguments in ({"command": "rm -rf x"}, {"command": "rm -rf x", "cmd": "echo"}, {"cmd": "rm -rf x"},
+                      {"cmd": "rm -rf x", "command": "echo"}):
+        verdict = rules.decide("bash", arguments)
+        assert verdict.decision == "deny" and verdict.rule == "bash(rm *)", (arguments, verdict)
+    assert rules.decide("bash", {"cmd": "echo hi"}).decision == "allow"
+    assert rules.decide("bash", {"cmd": "echo hi", "command": 3}).decision == "ask"
+
+
+def test_a_renamed_path_argument_is_checked_in_addition_to_the_built_in_one():
+    settings = RulesConfig(default="allow", deny=["write(.git/**)"], path_tools={"write": "path"})
+    rules = RuleSet(settings, "/srv/project")
+    for arguments in ({"file_path": ".git/config"}, {"file_path": ".git/config", "path": "src/a"},
+                      {"path": ".git/config", "file_path": "src/a"}):
+        assert rules.decide("write", arguments).decision == "deny", arguments
+    assert rules.decide("write", {"path": "src/a"}).decision == "allow"
+
+
+def test_the_built_in_tools_keep_their_kind_whatever_a_layer_says():
+    with pytest.raises(pydantic.ValidationError, match="a tool takes a command or a path"):
+        RulesConfig(command_tools={"write": "file_path"}, path_tools={})
+    with pytest.raises(pydantic.ValidationError, match="a tool takes a command or a path"):
+        RulesConfig(command_tools={}, path_tools={"bash": "command"})
+
+
+def test_a_moved_workspace_does_not_move_deny_rules():
+    rules = RuleSet(RulesConfig(default="allow", deny=["write(.git/**)", "bash(rm *)"]), "/nonexistent",
+                    "/srv/project")
+    assert rules.decide("write", {"file_path": ".git/config"}).decision == "deny"
+    assert rules.decide("write", {"file_path": "/srv/project/.git/config"}).decision == "deny"
+    verdict = rules.decide("bash", {"command": "echo x > .git/config"})
+    assert verdict.decision == "deny" and verdict.rule == "write(.git/**)", verdict
+    verdict = rules.decide("bash", {"command": "echo x > /srv/project/.git/config"})
+    assert verdict.decision == "deny", verdict
+
+
+def _cli(project: Path, *args: str, user_file: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HARNESS_LOAD_PLUGINS": "rules", "HARNESS_USER_CONFIG": user_file}
+    return subprocess.run([sys.executable, "-m", "harness_core", "-C", str(project), *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+PROJECT_RULES = '[rules]\ndefault = "ask"\nallow = ["bash(echo *)"]\ndeny = ["bash(rm *)", "write(.git/**)"]\n'
+
+
+@pytest.mark.parametrize(
+    ("override", "tool", "arguments"),
+    [
+        ('rules.command_tools.bash="cmd"', "bash", {"command": "rm -rf x"}),
+        ('rules.command_tools.bash="cmd"', "bash", {"command": "rm -rf x", "cmd": "echo"}),
+        ('rules.command_tools={bash="cmd"}', "bash", {"command": "rm -rf x", "cmd": "echo"}),
+        ('rules.path_tools.write="path"', "write", {"file_path": ".git/config", "path": "x"}),
+        ('rules.workspace="/nonexistent"', "write", {"file_path": ".git/config"}),
+        ('rules.workspace="/nonexistent"', "write", {"file_path": "{project}/.git/config"}),
+        ('rules.workspace="/nonexistent"', "bash", {"command": "echo x > {project}/.git/config"}),
+        ('rules.workspace="sub"', "bash", {"command": "echo x > ../.git/config"}),
+    ],
+)
+def test_an_override_cannot_lift_a_deny_rule(tmp_path, override, tool, arguments):
+    (tmp_path / "harness.toml").write_text(PROJECT_RULES)
+    arguments = {key: value.replace("{project}", str(tmp_path)) for key, value in arguments.items()}
+    result = _cli(tmp_path, "-c", override, "rules", "explain", tool, json.dumps(arguments), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["decision"] == "deny", result.stdout
+
+
+@pytest.mark.parametrize(
+    ("user_rules", "tool", "arguments"),
+    [
+        ('[rules]\ncommand_tools = { bash = "cmd" }\n', "bash", {"command": "rm -rf x", "cmd": "echo"}),
+        ('[rules]\nworkspace = "/nonexistent"\n', "write", {"file_path": "{project}/.git/config"}),
+    ],
+)
+def test_the_user_file_cannot_lift_a_deny_rule_of_the_project(tmp_path, user_rules, tool, arguments):
+    project = tmp_path / "project"
+    project.mkdir()
+    arguments = {key: value.replace("{project}", str(project)) for key, value in arguments.items()}
+    (project / "harness.toml").write_text(PROJECT_RULES)
+    user = tmp_path / "user.toml"
+    user.write_text(user_rules)
+    result = _cli(project, "rules", "explain", tool, json.dumps(arguments), "--json", user_file=str(user))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["decision"] == "deny", result.stdout
+
+
+class _Preset:
+    @hookimpl
+    def harness_register_presets(self, register: Any) -> None:
+        register("team", {"rules": {"default": "allow", "deny": ["bash(rm *)", "write(.git/**)"]}})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("project_rules", "name", "arguments"),
+    [
+        ('command_tools = { bash = "cmd" }', "bash", {"command": "rm -rf x", "cmd": "echo"}),
+        ('workspace = "/nonexistent"', "write", {"file_path": "{project}/.git/config"}),
+        ('workspace = "/nonexistent"', "bash", {"command": "echo x > {project}/.git/config"}),
+    ],
+)
+async def test_a_project_file_cannot_lift_a_deny_rule_of_a_preset(project_rules, name, arguments, tmp_path):
+    (tmp_path / "harness.toml").write_text(f'preset = "team"\n[rules]\n{project_rules}\n')
+    recorder = Recorder()
+    harness = Harness(plugins=[RulesPlugin(), Tools(recorder), _Preset()],
+                      config=ConfigSource.for_project(tmp_path, [], user_file=False))
+    arguments = {key: value.replace("{project}", str(tmp_path)) for key, value in arguments.items()}
+    result = await harness.execute(ToolCall(call_id="c1", name=name, agent="main", arguments=arguments))
+    assert result.is_error and "denied by rule" in result.error.message, result
+    assert recorder.calls == []
+
+
+def test_explain_into_a_closed_pipe_prints_no_traceback(tmp_path):
+    (tmp_path / "harness.toml").write_text(PROJECT_RULES)
+    command = "; ".join(["echo x"] * 2000)
+    env = {**os.environ, "HARNESS_LOAD_PLUGINS": "rules", "HARNESS_USER_CONFIG": ""}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness_core", "-C", str(tmp_path), "rules", "explain", "bash",
+         json.dumps({"command": command})],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before anything is written
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 0
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+def test_through_harness_call_with_the_real_bash_tool_the_audit_commands_run_nothing(tmp_path):
+    (tmp_path / "harness.toml").write_text(
+        '[rules]\ndefault = "ask"\nallow = ["bash(echo *)", "bash(ls *)", "bash(git diff *)", "write(src/**)"]\n'
+        'deny = ["bash(rm *)", "bash(touch *)", "write(.git/**)", "edit(.git/**)"]\n'
+    )
+    (tmp_path / ".git").mkdir()
+    env = {**os.environ, "HARNESS_LOAD_PLUGINS": "rules,tools", "HARNESS_USER_CONFIG": ""}
+    commands = [
+        "echo ${x:-'}'} ; touch MARK1 #'",
+        "echo ${x:=$'\\x24(touch MARK2)'} ${x@P}",
+        "echo ${y:=$'a[\\x24(touch MARK3)]'} $((y))",
+        "ls ${x:=$'\\x60touch MARK4\\x60'} ${x@P}",
+        "cat <<'EOF'\nfoo\\\nEOF\ntouch MARK5\nEOF",
+        "echo x >&$'\\x24(touch MARK6)'",
+        "git diff --no-index --output=.git/MARK7 /dev/null /dev/null",
+    ]
+    for command in commands:
+        completed = subprocess.run(
+            [sys.executable, "-m", "harness_core", "-C", str(tmp_path), "call", "bash",
+             json.dumps({"command": command}), "--json"],
+            capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path,
+        )
+        assert completed.returncode == 1, (command, completed.stdout, completed.stderr)
+    made = sorted(path.name for path in (*tmp_path.iterdir(), *(tmp_path / ".git").iterdir()))
+    assert not [name for name in made if name.startswith("MARK")], made

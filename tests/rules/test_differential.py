@@ -12,7 +12,14 @@ each run in a log, and bash runs the command with only the stubs on ``PATH``:
   runs nothing but ``ok`` and writes no file but ``out`` (in the workspace, and nothing beside it);
 - with ``deny = ["bash(bad *)", "write(**/secret)"]`` and ``default = "allow"``, a command the
   rules allow (redirections and substitutions included) never runs ``bad`` and never creates
-  ``secret``.
+  ``secret``; the same with real ``sort``, ``find``, ``tee`` and ``git`` and their file-writing
+  options (``sort -o``, ``find -fprint``, ``git diff --output``);
+- parameter expansions with operators and quotes (``${x:-'}'}``, ``${x@P}``, ``${!x}``,
+  ``$((x))``, ``$'\\x24(...)'``) never hide a command from an allow rule;
+- with here-documents and line continuations (and nothing computed), a command that runs ``bad``
+  is denied by ``bash(bad *)``, not merely asked about.
+
+``HARNESS_DIFFERENTIAL_EXAMPLES`` raises the number of examples of each check (for a long local run).
 """
 
 from __future__ import annotations
@@ -42,6 +49,22 @@ WRITE_TOKENS = [
     " > s*", " > $F", " > out", "cd sub;", "cd sub && ", "echo ", "$(", "`", ")", ">(", "<(", "ok ", "bad ", ";", "|",
     "> /dev/null", "2>&1", " x", "\n", "{ ", " }", "(", "$(echo secret)", ">&", "secret", "out", "sub/",
 ]
+#: Parameter expansions with operators, quotes and ANSI-C strings: code that runs without "$(" in sight.
+PARAMETER_TOKENS = [
+    "${x:-'}'}", '${x:-"}"}', "${x@P}", "${!x}", "${!z}", "$((x))", "$((y))", "$[y]", "${x:=$'\\x24(bad)'}",
+    "${y:=$'a[\\x24(bad)]'}", "${z:=$'a[\\x24(bad)]'}", "${x:=$'\\x60bad\\x60'}", "$'\\x24(bad)'", "'}'", "${x:-",
+    "}", "${x}", "$x", "${#x}", "${x:-ok}", "${x-'", "printf -v 'a[$(bad)]' 1", "[ -v 'a[$(bad)]' ]",
+    "declare -i n=y", "y=$'a[\\x24(bad)]' ", "${x:y}", ">&$'\\x24(bad)'", "<&", ">&", "declare ", "local ", "read ",
+    "unset ", "let ", "'a[$(bad)]'", "'a[`bad`]'", "$'\\x60bad\\x60'",
+]
+EXAMPLES = int(os.environ.get("HARNESS_DIFFERENTIAL_EXAMPLES", "0") or 0)
+
+
+def examples(default: int) -> int:
+    """The example count of a check: ``default``, or ``HARNESS_DIFFERENTIAL_EXAMPLES`` when set."""
+    return EXAMPLES or default
+
+
 MORE_TOKENS = ["if ", "then ", "fi", "do ", "done", "! ", "time ", "env ", "nice ", "timeout 1 ", "command ", "'",
                "\\'", "$'", "\t", "<<<", "<(", ">(", "[", "]", "?", "~", "a=", "$((", "))"]
 
@@ -56,12 +79,16 @@ def stubs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         log = folder / "log"
         script.write_text(f"#!{BASH}\necho {name} >> {log}\n")
         script.chmod(0o755)
+    for name in ("sort", "find", "tee", "git"):
+        real = shutil.which(name)
+        if real is not None:
+            (bin_dir / name).symlink_to(real)
     return folder
 
 
 @pytest.mark.skipif(BASH is None, reason="needs bash")
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st.just("ok "), st.sampled_from(TOKENS)), min_size=1, max_size=10))
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.just("ok "), st.sampled_from(TOKENS + PARAMETER_TOKENS)), min_size=1, max_size=10))
 def test_an_allowed_command_runs_nothing_but_allowed_programs(stubs: Path, tokens: list[str]) -> None:
     command = "".join(tokens)
     if RULES.decide("bash", {"command": command}).decision != "allow":
@@ -97,8 +124,9 @@ def run(stubs: Path, command: str, *, folders: tuple[str, ...] = ()) -> list[str
 
 
 @pytest.mark.skipif(BASH is None, reason="needs bash")
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st.just("bad "), st.sampled_from(TOKENS + MORE_TOKENS)), min_size=1, max_size=12))
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.just("bad "), st.sampled_from(TOKENS + MORE_TOKENS + PARAMETER_TOKENS)), min_size=1,
+                max_size=12))
 def test_a_command_that_runs_a_denied_program_is_never_allowed(stubs: Path, tokens: list[str]) -> None:
     command = "".join(tokens)
     if DENY_RULES.decide("bash", {"command": command}).decision != "allow":
@@ -115,7 +143,7 @@ def written(stubs: Path) -> set[str]:
 
 
 @pytest.mark.skipif(BASH is None, reason="needs bash")
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(st.just("ok "), st.sampled_from(WRITE_TOKENS)), min_size=1, max_size=10))
 def test_an_allowed_command_writes_only_the_files_write_rules_allow(stubs: Path, tokens: list[str]) -> None:
     command = "".join(tokens)
@@ -129,7 +157,7 @@ def test_an_allowed_command_writes_only_the_files_write_rules_allow(stubs: Path,
 
 
 @pytest.mark.skipif(BASH is None, reason="needs bash")
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(WRITE_TOKENS + ["secret"]), min_size=1, max_size=10))
 def test_an_allowed_command_never_writes_a_denied_file_or_runs_a_denied_program(stubs: Path, tokens: list[str]) -> None:
     command = "".join(tokens)
@@ -141,9 +169,55 @@ def test_an_allowed_command_never_writes_a_denied_file_or_runs_a_denied_program(
     assert not any(os.path.basename(name) == "secret" for name in written(stubs)), (command, written(stubs))
 
 
+#: Real programs and their options that write files, for the write invariant: program, option, target, rest.
+TOOL_COMMANDS = st.builds(
+    lambda program, option, separator, target, rest: f"{program} {option}{separator}{target}{''.join(rest)}",
+    st.sampled_from(["sort", "find .", "tee", "git diff --no-index", "ok", "sort -r", "tee -a"]),
+    st.sampled_from(["-o", "--output", "--out", "--outp", "-ro", "-fprint", "-fprintf", "-fls", "-fprint0", "-a",
+                     "--", "", "-r", "-name x -fprint"]),
+    st.sampled_from([" ", "=", ""]),
+    st.sampled_from(["secret", "out", "'secret'", "sec\\\nret", "sub/secret", "./secret", "sub/../secret"]),
+    st.lists(st.sampled_from([" /dev/null", " %p", " -name x", ";", "|", " x", "\n", " secret"]), max_size=4),
+)
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(TOOL_COMMANDS)
+def test_an_allowed_program_never_writes_a_denied_file_through_its_options(stubs: Path, command: str) -> None:
+    rules = RuleSet(RulesConfig(default="allow", deny=["bash(bad *)", "write(**/secret)"]), str(stubs / "work"))
+    if rules.decide("bash", {"command": command}).decision != "allow":
+        return
+    run(stubs, command, folders=("sub",))
+    assert not any(os.path.basename(name) == "secret" for name in written(stubs)), (command, written(stubs))
+
+
+#: Here-documents and continuations, with nothing computed: opener, body lines, what follows.
+HEREDOCS = st.builds(
+    lambda opener, lines, tail: f"{opener}\n" + "".join(f"{line}\n" for line in lines) + tail,
+    st.sampled_from(["ok <<'EOF'", "ok <<EOF", "ok <<-EOF", 'ok <<"EOF"', "ok <<E\\\nOF", "ok <<\\EOF",
+                     "ok <<-'EOF'", "ok <<EOF; ok <<'B'"]),
+    st.lists(st.sampled_from(["foo\\", "EOF", "\tEOF", "E\\", "OF", "bad", "b\\", "ad", "ok", "x\\\\", "\\", "B",
+                              "\tE\\", "bad &\\", "$(bad)", "`bad`"]), max_size=6),
+    st.sampled_from(["", "EOF\n", "bad\n", "EOF\nbad\n", "B\nbad\n", "b\\\nad\n"]),
+)
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(HEREDOCS)
+def test_a_here_document_never_hides_a_denied_program(stubs: Path, command: str) -> None:
+    if "bad" not in run(stubs, command):
+        return
+    verdict = DENY_RULES.decide("bash", {"command": command})
+    assert verdict.decision == "deny" and verdict.by_deny_rule, (command, verdict)
+
+
 @pytest.mark.parametrize(
     "command",
-    ["$'\\x62ad'\\\n$\\\nok *nice 'bad'command \n\\", "b\\\nad x", "ok &\\\n& bad", "ok # x \\\nbad"],
+    ["$'\\x62ad'\\\n$\\\nok *nice 'bad'command \n\\", "b\\\nad x", "ok &\\\n& bad", "ok # x \\\nbad",
+     "ok ${x:-'}'} ; bad #'", "ok ${x:=$'\\x24(bad)'} ${x@P}", "ok <<'EOF'\nfoo\\\nEOF\nbad\nEOF\n",
+     "ok2>&1y=$'a[\\x24(bad)]' "],
 )
 def test_found_by_the_differential_check(command):
     assert DENY_RULES.decide("bash", {"command": command}).decision != "allow"

@@ -169,7 +169,9 @@ def test_characters_that_do_not_expand_stay_literal(source):
         ("echo `ls", "a backtick command substitution is never closed"),
         ("(ls", 'a subshell "(" is never closed'),
         ("ls )", 'an unmatched ")"'),
-        ("echo ${X:-$(rm -rf /)}", "a command substitution inside `${...}` is not analysed"),
+        ("echo ${X:-$(rm -rf /)}",
+         "the expansion ${X:-$(rm -rf /)} is not analysed (only $NAME, ${NAME}, ${#NAME} and ${NAME:-word} with a "
+         "plain word are)"),
     ],
 )
 def test_what_cannot_be_read_is_a_problem_never_an_exception(source, problem):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -42,6 +43,20 @@ def _plugin(harness: Harness) -> RulesPlugin | None:
 
 
 def run_rules(args: argparse.Namespace, harness: Harness) -> int:
+    try:
+        code = _run(args, harness)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`harness rules explain ... | head`): nothing left to say, and the
+        # interpreter's final flush must not fail again on the closed pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_OK
+    return code
+
+
+def _run(args: argparse.Namespace, harness: Harness) -> int:
     if args.action is None:
         _error("choose an action: check, explain or list")
         return EXIT_USAGE

@@ -5,9 +5,11 @@
 wrapper level: ``sudo rm -rf /`` and ``rm -rf /``, and the bare name of a command given by path),
 the stricter set of texts allow rules may match, the files it redirects into or out of (judged
 as ``write`` and ``read`` calls), and the problems that keep it from being allowed (a command name
-computed at run time, ``eval``, ``xargs``, a here-document, ...). A command substitution in an
-argument is an opaque piece of the word, like ``$VAR``; its commands are parts of their own.
-``sh -c '...'`` scripts are analysed recursively.
+computed at run time, ``eval``, ``xargs``, a here-document, an option that runs a program or
+writes an unseen file, a builtin that evaluates its arguments, ...). Files written through plain
+options (``git diff --output=F``, ``sort -o F``, ``tee F``) are writes like redirections. A command
+substitution in an argument is an opaque piece of the word, like ``$VAR``; its commands are parts
+of their own. ``sh -c '...'`` scripts are analysed recursively.
 """
 
 from __future__ import annotations
@@ -57,15 +59,72 @@ _RUNNERS = frozenset(
 #: classifier refuses the same ones): a rule allowing the command does not allow these.
 _RISKY_OPTIONS: dict[str, frozenset[str]] = {
     "rg": frozenset({"--pre", "--hostname-bin"}),
-    "git": frozenset({"-c", "--config-env", "--exec-path", "--upload-pack", "--receive-pack"}),
+    # git: program-running and config-changing options, and those that write files or pages
+    # (``--output`` is judged as a write instead, below). ``-C``, ``--git-dir`` and ``--work-tree``
+    # only count before the subcommand (see _GIT_GLOBAL_OPTIONS): another repository brings its own
+    # config (``core.fsmonitor``, ``core.pager``, hooks).
+    "git": frozenset({"-c", "--config-env", "--exec-path", "--upload-pack", "--receive-pack", "--exec", "--ext-diff",
+                      "--textconv", "--open-files-in-pager", "-O", "--output-directory"}),
     "sort": frozenset({"--compress-program"}),
     "tar": frozenset({"--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
-                      "--new-volume-script", "-F"}),
+                      "--new-volume-script", "-F", "--rmt-command", "--rsh-command"}),
     "rsync": frozenset({"-e", "--rsh", "--rsync-path"}),
     "zip": frozenset({"-TT", "--unzip-command"}),
-    "less": frozenset({"--lesskey-file"}),
+    "less": frozenset({"--lesskey-file", "--lesskey-src", "--lesskey-content", "-k", "-o", "-O", "--log-file",
+                       "--LOG-FILE"}),
+    "more": frozenset({"--lesskey-file", "--lesskey-src", "-k", "-o", "-O", "--log-file", "--LOG-FILE"}),
     "man": frozenset({"-P", "--pager", "-H", "--html"}),
+    **dict.fromkeys(
+        ("vi", "vim", "nvim", "view", "ex", "vimdiff", "gvim", "rvim"),
+        frozenset({"-c", "--cmd", "-S", "-s", "-w", "-W", "-u", "--remote", "--remote-send", "--remote-expr"}),
+    ),
+    **dict.fromkeys(
+        ("awk", "gawk", "mawk", "nawk"),
+        frozenset({"-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load", "-o", "--pretty-print",
+                   "-p", "--profile", "-d", "--dump-variables", "-D", "--debug"}),
+    ),
+    "sed": frozenset({"-i", "--in-place", "-f", "--file"}),
+    # Builtins: "mapfile -C CMD" runs CMD, "hash -p PATH NAME" makes NAME run PATH, "enable -f" loads code.
+    "mapfile": frozenset({"-C"}),
+    "readarray": frozenset({"-C"}),
+    "hash": frozenset({"-p"}),
+    "enable": frozenset({"-f"}),
 }
+#: git options that only count before the subcommand (``git -C dir log``, not ``git log -C``).
+_GIT_GLOBAL_OPTIONS = frozenset({"-C", "--git-dir", "--work-tree"})
+#: git global options that take the next word as their value.
+_GIT_GLOBAL_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
+                                     "--config-env", "--super-prefix"})
+#: git subcommands where ``-o``/``-u`` write files or run a program (``format-patch -o DIR``, ``clone -u``).
+_GIT_SUBCOMMAND_OPTIONS = {"format-patch": frozenset({"-o"}), "archive": frozenset({"-o"}),
+                           "clone": frozenset({"-u"}), "fetch-pack": frozenset({"--exec"})}
+#: Options whose value is a file the command writes: judged as ``write(FILE)``, like a redirection.
+_WRITE_OPTIONS: dict[str, frozenset[str]] = {
+    "git": frozenset({"--output"}),
+    "sort": frozenset({"-o", "--output"}),
+}
+#: Programs whose first operand (or ``-e`` value) is a script of their own that may write files or run
+#: commands: the characters that betray it (sed ``w``/``W``/``e``; awk ``system()``, ``print >``, ``|``).
+_SCRIPT_MARKERS: dict[str, re.Pattern[str]] = {
+    "sed": re.compile(r"[wWe]"),
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), re.compile(r"[|>@]|system")),
+}
+_AWKS = ("awk", "gawk", "mawk", "nawk")
+#: Options of those programs that take a value: short letters, long names, and which of them give a script.
+_SCRIPT_VALUE_SHORT = {"sed": "efl", **dict.fromkeys(_AWKS, "vFfeilE")}
+_SCRIPT_VALUE_LONG = {
+    "sed": frozenset({"--expression", "--file", "--line-length"}),
+    **dict.fromkeys(_AWKS, frozenset({"--assign", "--field-separator", "--file", "--source", "--include", "--load",
+                                      "--exec"})),
+}
+_SCRIPT_SHORT = {"sed": "e", **dict.fromkeys(_AWKS, "e")}
+_SCRIPT_LONG = {"sed": frozenset({"--expression"}), **dict.fromkeys(_AWKS, frozenset({"--source"}))}
+#: Builtins that evaluate their arguments (``a[$(cmd)]`` subscripts are arithmetic, ``let`` evaluates
+#: names, ``compgen -W``/``-C`` expands or runs text): an argument with ``[``, ``$`` or a backtick in
+#: its value, or computed at run time, cannot be judged.
+_EVALUATING_BUILTINS = frozenset({"declare", "typeset", "local", "export", "readonly", "unset", "read", "mapfile",
+                                  "readarray", "wait", "getopts", "let", "compgen"})
+_EVALUATED = re.compile(r"[\[$`]")
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"})
 #: Builtins that change the folder relative redirection targets are resolved from.
@@ -206,6 +265,11 @@ def _redirections(simple: SimpleCommand, problems: list[str]) -> tuple[list[str]
         if operator in (">&", "<&"):
             if literal is not None and _FD.fullmatch(literal):
                 continue  # a descriptor duplicated or closed: no file
+            if literal is not None and ("$" in literal or "`" in literal):
+                # Bash expands a ">&WORD" target that is no descriptor once more: a literal
+                # "$(cmd)" (spelled $'\x24(cmd)') runs cmd.
+                problems.append(f"the target of {operator}{target.source if target else ''} is expanded again by bash")
+                continue
             if operator == "<&":
                 problems.append("an input redirection from a computed descriptor is not analysed")
                 continue
@@ -283,7 +347,9 @@ def _parts_of(simple: SimpleCommand, depth: int, inherited: tuple[str, ...]) -> 
 
 def _assignment_is_risky(word: Word) -> bool:
     name = _ASSIGNMENT_NAME.match(word.source)
-    return name is None or _HARMLESS_VARIABLES.fullmatch(name.group(1)) is None
+    if name is None or word.source[name.end() : name.end() + 1] == "[":
+        return True  # an array element: its subscript is evaluated
+    return _HARMLESS_VARIABLES.fullmatch(name.group(1)) is None
 
 
 def _add_level(words: list[Word], prefix: list[Word], levels: _Levels, allowed: bool) -> None:
@@ -330,11 +396,19 @@ def _walk(words: list[Word], assignments: list[Word], levels: _Levels) -> None:
             return
         risky = _RISKY_OPTIONS.get(name)
         computed = next((w for w in words[1:] if _option_like(w)), None)
-        if risky is not None:
-            option = next((w.literal() for w in words[1:] if _is_risky_option(w.literal(), risky)), None)
+        _evaluating_builtin(name, words, levels)
+        if name == "tee":
+            _tee_writes(words, levels)
+        if risky is not None or name in _WRITE_OPTIONS:
+            option = _risky_option(name, words, risky or frozenset())
             if option is not None:
-                levels.problems.append(f"`{name} {option.split('=', 1)[0]}` runs another program")
-            elif computed is not None:
+                levels.problems.append(
+                    f"`{name} {option.split('=', 1)[0]}` may run another program or write files the rules cannot see"
+                )
+            else:
+                _option_writes(name, words, levels)
+                _script_problem(name, words, levels)
+            if option is None and computed is not None:
                 # "$(echo -c core.pager=...)" or "{-c,core.pager=...}" may become such an option at run
                 # time: a rule allowing the command cannot vouch for it, only the default may.
                 levels.unmatchable = (
@@ -380,13 +454,180 @@ def _option_like(word: Word) -> bool:
     return any(isinstance(segment, Expansion) and segment.kind in _OPTION_LIKE for segment in word.segments)
 
 
-def _is_risky_option(word: str | None, risky: frozenset[str]) -> bool:
-    if word is None or not word.startswith("-"):
+def _is_risky_option(word: str | None, risky: frozenset[str], *, clusters: bool = True) -> bool:
+    """Whether ``word`` is one of the ``risky`` options, abbreviated, clustered or with a value glued on."""
+    if word is None or not word.startswith("-") or word in ("-", "--"):
         return False
-    if word.split("=", 1)[0] in risky:
+    key = word.split("=", 1)[0]
+    if key in risky:
         return True
-    # A short option with its value glued on: "-Ixz", "-ccore.pager=x".
-    return any(len(option) == 2 and word.startswith(option) for option in risky)
+    if word.startswith("--"):
+        # getopt_long and git accept any unambiguous abbreviation: "--out=x" is "--output=x".
+        return len(key) >= 3 and any(option.startswith(key) for option in risky if option.startswith("--"))
+    # A short option with its value glued on ("-Ixz", "-ccore.pager=x") or in a cluster ("-xIf", "-iO").
+    letters = {option[1] for option in risky if len(option) == 2}
+    if word[:2] in {f"-{letter}" for letter in letters}:
+        return True
+    return clusters and any(letter in letters for letter in word[1:])
+
+
+def _risky_option(name: str, words: list[Word], risky: frozenset[str]) -> str | None:
+    """The first option of ``words`` through which ``name`` runs a program or writes unseen files."""
+    writes = _WRITE_OPTIONS.get(name, frozenset())
+    # An option judged as a write ("--output=F") is not also an abbreviation of a risky one.
+    arguments = [None if word.literal() is None else word.literal() for word in words[1:]]
+    arguments = [value for value in arguments if value is None or value.split("=", 1)[0] not in writes]
+    if name == "git":
+        index, subcommand = 0, None
+        while index < len(arguments):
+            value = arguments[index]
+            if value is None or not value.startswith("-"):
+                subcommand = value
+                break
+            if _is_risky_option(value, risky | _GIT_GLOBAL_OPTIONS, clusters=False):
+                return value
+            index += 2 if value in _GIT_GLOBAL_WITH_VALUE else 1
+        extra = _GIT_SUBCOMMAND_OPTIONS.get(subcommand or "", frozenset())
+        for value in arguments[index + 1 :]:
+            # "-Sstring" and "-Gregex" (pickaxe) carry a value, not a cluster of options.
+            glued = value is not None and value[:2] in ("-S", "-G")
+            if _is_risky_option(value, risky | extra, clusters=not glued):
+                return value
+        return None
+    if name == "tar" and arguments and arguments[0] is not None and not arguments[0].startswith("-") \
+            and any(letter in arguments[0] for letter in "IF"):
+        return arguments[0]  # old-style keys: "tar xIf prog a.tar"
+    for value in arguments:
+        if _is_risky_option(value, risky) or (name in ("less", "more", *_VIM) and value is not None
+                                              and value.startswith("+")):
+            return value  # "less +!cmd" and "vim +cmd" run commands at start-up
+    return None
+
+
+_VIM = ("vi", "vim", "nvim", "view", "ex", "vimdiff", "gvim", "rvim")
+
+
+def _option_writes(name: str, words: list[Word], levels: _Levels) -> None:
+    """Files written through options (``git diff --output=F``, ``sort -o F``): judged as ``write(F)``."""
+    options = _WRITE_OPTIONS.get(name)
+    if not options:
+        return
+    index = 1
+    while index < len(words):
+        value = words[index].literal()
+        index += 1
+        if value is None or not _is_risky_option(value, options):
+            continue
+        target: str | None
+        if value.startswith("--"):
+            if "=" in value:
+                target = value.split("=", 1)[1]
+            else:
+                target = words[index].literal() if index < len(words) else None
+                index += 1
+        elif value in options:
+            target = words[index].literal() if index < len(words) else None
+            index += 1
+        elif value[:2] in options:
+            target = value[2:]  # "-oFILE"
+        else:
+            levels.problems.append(f"`{name} {value}` writes to a file in a cluster of options the rules do not read")
+            continue
+        if target is None or not target:
+            levels.problems.append(f"`{name} {value}` writes to a path computed at run time")
+        elif target not in HARMLESS_TARGETS and target != "-":
+            levels.writes.append(target)
+
+
+def _tee_writes(words: list[Word], levels: _Levels) -> None:
+    """``tee FILE...`` writes every operand: each is judged as ``write(FILE)``."""
+    options_done = False
+    for word in words[1:]:
+        value = word.literal()
+        if value is None:
+            levels.problems.append(f"`tee` writes to a path computed at run time ({word.source})")
+            continue
+        if not options_done and value == "--":
+            options_done = True
+        elif not options_done and value.startswith("-") and value != "-":
+            continue
+        elif value not in HARMLESS_TARGETS:
+            levels.writes.append(value)
+
+
+def _script_problem(name: str, words: list[Word], levels: _Levels) -> None:
+    """``sed``/``awk`` scripts that may write files or run commands (``w``, ``e``, ``system()``, ``>``)."""
+    marker = _SCRIPT_MARKERS.get(name)
+    if marker is None:
+        return
+    arguments = [word.literal() for word in words[1:]]
+    if name == "sed" and "--sandbox" in arguments:
+        return  # GNU sed refuses w, W, e and r in sandbox mode
+    value_short, script_short = _SCRIPT_VALUE_SHORT[name], _SCRIPT_SHORT[name]
+    value_long, script_long = _SCRIPT_VALUE_LONG[name], _SCRIPT_LONG[name]
+    explicit: list[str | None] = []
+    operands: list[str | None] = []
+    index, options_done = 0, False
+    while index < len(arguments):
+        value = arguments[index]
+        index += 1
+        if value is None or options_done or not value.startswith("-") or value == "-":
+            operands.append(value)
+            continue
+        if value == "--":
+            options_done = True
+            continue
+        given: str | None = None
+        if value.startswith("--"):
+            if "=" in value:
+                given = value.split("=", 1)[1]
+            elif _is_risky_option(value, value_long):
+                given = arguments[index] if index < len(arguments) else ""
+                index += 1
+            if _is_risky_option(value, script_long):
+                explicit.append(given)
+            continue
+        # Options are permuted and clustered: "-ne SCRIPT", "-nes/a/b/", "file -e SCRIPT".
+        for position, letter in enumerate(value[1:], start=1):
+            if letter in value_short:
+                given = value[position + 1 :]
+                if not given:
+                    given = arguments[index] if index < len(arguments) else ""
+                    index += 1
+                if letter in script_short:
+                    explicit.append(given)
+                break
+    for script in explicit or operands[:1]:
+        if script is None or marker.search(script):
+            levels.problems.append(f"the `{name}` script may write files or run commands the rules cannot see")
+            return
+
+
+def _evaluating_builtin(name: str, words: list[Word], levels: _Levels) -> None:
+    """Builtins that evaluate subscripts or expressions in their arguments (``declare "a[$(cmd)]"``)."""
+    arguments = [word.literal() for word in words[1:]]
+    if name in _EVALUATING_BUILTINS:
+        pattern = _EVALUATED
+        if name == "let" or any(value is not None and re.fullmatch(r"[-+][A-Za-z]*i[A-Za-z]*", value)
+                                for value in arguments):
+            pattern = re.compile(r"[A-Za-z_\[$`]")  # arithmetic: a name's value is evaluated in turn
+            arguments = [value.split("=", 1)[-1] if value is not None and name != "let" else value
+                         for value in arguments if value is None or not value.startswith(("-", "+"))]
+        if name == "compgen" or any(value is None or pattern.search(value) for value in arguments):
+            levels.problems.append(f"`{name}` evaluates its arguments, which the rules cannot follow")
+        return
+    if name == "printf" or name in ("test", "["):
+        flags = ("-v",) if name == "printf" else ("-v", "-R")
+        for index, value in enumerate(arguments):
+            if name == "printf" and value is not None and value.startswith("-v") and len(value) > 2:
+                following: str | None = value[2:]  # "-vNAME": the name glued on
+            elif value in flags:
+                following = arguments[index + 1] if index + 1 < len(arguments) else ""
+            else:
+                continue
+            if following is None or _EVALUATED.search(following):
+                levels.problems.append(f"`{name} {value}` evaluates a subscript the rules cannot follow")
+                return
 
 
 def _add_suffixes(words: list[Word], levels: _Levels) -> None:

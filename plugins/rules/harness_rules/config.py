@@ -15,6 +15,10 @@ __all__ = ["Decision", "RuleExample", "RulesConfig"]
 
 Decision = Literal["allow", "ask", "deny"]
 RULE_LISTS = ("deny", "ask", "allow")
+#: The tool kinds every configuration has. A layer may add tools or argument names, never take these
+#: away: a deny rule on ``bash`` is checked against ``command`` whatever a later layer maps ``bash`` to.
+BUILTIN_COMMAND_TOOLS = {"bash": "command"}
+BUILTIN_PATH_TOOLS = {"read": "file_path", "write": "file_path", "edit": "file_path"}
 #: The values of ``rules.cannot_judge``: what a command the rules cannot judge gets (never allow).
 CANNOT_JUDGE = ("ask", "deny")
 
@@ -52,15 +56,19 @@ class RulesConfig(pydantic.BaseModel):
     )
     # The tool kinds come before the rule lists: validating a rule needs them.
     command_tools: dict[str, str] = pydantic.Field(
-        default_factory=lambda: {"bash": "command"},
-        description="tools whose calls run a shell command: tool name -> the argument holding the command",
+        default_factory=lambda: dict(BUILTIN_COMMAND_TOOLS),
+        description="tools whose calls run a shell command: tool name -> the argument holding the command "
+        "(added to the built-in bash -> command, which always applies too)",
     )
     path_tools: dict[str, str] = pydantic.Field(
-        default_factory=lambda: {"read": "file_path", "write": "file_path", "edit": "file_path"},
-        description="tools that take a file path: tool name -> the argument holding the path",
+        default_factory=lambda: dict(BUILTIN_PATH_TOOLS),
+        description="tools that take a file path: tool name -> the argument holding the path (added to the built-in "
+        "read, write, edit -> file_path, which always apply too)",
     )
     workspace: str | None = pydantic.Field(
-        default=None, description="the root relative path globs are matched under (default: the project folder)"
+        default=None,
+        description="the root relative path globs are matched under (default: the project folder); relative deny "
+        "and ask rules are matched under the project folder too",
     )
     allow: list[str] = pydantic.Field(default_factory=list, description="rules whose calls run without asking")
     ask: list[str] = pydantic.Field(default_factory=list, description="rules whose calls need approval")
@@ -86,7 +94,8 @@ class RulesConfig(pydantic.BaseModel):
     @pydantic.field_validator("path_tools")
     @classmethod
     def _one_kind_per_tool(cls, value: dict[str, str], info: pydantic.ValidationInfo) -> dict[str, str]:
-        overlap = set(value) & set(info.data.get("command_tools", {}))
+        command_tools = set(info.data.get("command_tools", {})) | set(BUILTIN_COMMAND_TOOLS)
+        overlap = (set(value) | set(BUILTIN_PATH_TOOLS)) & command_tools
         if overlap:
             raise PydanticCustomError(
                 "rules_tools",
@@ -138,6 +147,6 @@ class RulesConfig(pydantic.BaseModel):
 
 def _tool_kinds(info: pydantic.ValidationInfo) -> tuple[frozenset[str], frozenset[str]]:
     # A field that failed its own validation is missing from info.data: fall back to the defaults.
-    command_tools = info.data.get("command_tools", {"bash": "command"})
-    path_tools = info.data.get("path_tools", {"read": "file_path", "write": "file_path", "edit": "file_path"})
-    return frozenset(command_tools), frozenset(path_tools)
+    command_tools = info.data.get("command_tools", {})
+    path_tools = info.data.get("path_tools", {})
+    return frozenset({*command_tools, *BUILTIN_COMMAND_TOOLS}), frozenset({*path_tools, *BUILTIN_PATH_TOOLS})

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .commands import Part, analyse
-from .config import RULE_LISTS, RulesConfig
+from .config import BUILTIN_COMMAND_TOOLS, BUILTIN_PATH_TOOLS, RULE_LISTS, RulesConfig
 from .syntax import Rule, conditions_match, parse_rule
 
 __all__ = ["Decision", "PartVerdict", "RuleSet", "Verdict"]
@@ -65,10 +65,12 @@ def _describe(text: str) -> str:
 class RuleSet:
     """The compiled rules of a ``[rules]`` section and the workspace they are relative to."""
 
-    def __init__(self, settings: RulesConfig, workspace: str) -> None:
+    def __init__(self, settings: RulesConfig, workspace: str, project: str | None = None) -> None:
         self.settings = settings
-        self.command_tools = dict(settings.command_tools)
-        self.path_tools = dict(settings.path_tools)
+        #: Tool -> every argument judged: the built-in one and the configured one. A later layer can
+        #: add an argument name, never take the built-in one away (deny rules are checked on both).
+        self.command_tools = _merged(BUILTIN_COMMAND_TOOLS, settings.command_tools)
+        self.path_tools = _merged(BUILTIN_PATH_TOOLS, settings.path_tools)
         kinds = {"command_tools": frozenset(self.command_tools), "path_tools": frozenset(self.path_tools)}
         self.rules: dict[str, tuple[Rule, ...]] = {
             kind: tuple(parse_rule(text, **kinds) for text in getattr(settings, kind)) for kind in RULE_LISTS
@@ -76,6 +78,11 @@ class RuleSet:
         self.workspace = workspace
         # The workspace as written and as its symlinks resolve: a relative glob matches under either.
         self.roots = tuple(dict.fromkeys([os.path.realpath(workspace), os.path.abspath(workspace)]))
+        # Deny and ask rules hold under the project folder too: rules.workspace (which any layer may
+        # set) moves what allow rules cover, never what deny rules protect.
+        self.project = project if project is not None else workspace
+        self.deny_roots = tuple(dict.fromkeys(
+            [*self.roots, os.path.realpath(self.project), os.path.abspath(self.project)]))
         self.home = os.path.expanduser("~")
 
     # --- defaults ---------------------------------------------------------------------------------
@@ -146,60 +153,76 @@ class RuleSet:
             spellings += [os.path.realpath(expanded), os.path.normpath(expanded)]
         return tuple(dict.fromkeys(spellings))
 
-    def _path_rule_matches(self, rule: Rule, candidates: Iterable[str], every: bool) -> bool:
+    def _path_rule_matches(self, rule: Rule, candidates: Iterable[str], every: bool,
+                           roots: tuple[str, ...] | None = None) -> bool:
         assert rule.path is not None
-        results = (rule.path.matches(candidate, self.roots) for candidate in candidates)
+        roots = self.roots if roots is None else roots
+        results = (rule.path.matches(candidate, roots) for candidate in candidates)
         return all(results) if every else any(results)
+
+    def deny_candidates(self, value: str, bases: Iterable[str]) -> tuple[str, ...]:
+        """Every spelling of ``value`` from each of ``bases``: what deny and ask rules are matched against."""
+        return tuple(dict.fromkeys(c for base in bases for c in self.path_candidates(value, base)))
 
     def cannot_judge(self, tool: str) -> Decision:
         """What a call or part of ``tool`` the rules cannot judge gets: ``rules.cannot_judge`` or a stricter default."""
         return stricter(self.settings.cannot_judge, self.default_for(tool))
 
     def _decide_path(self, tool: str, arguments: Any) -> Verdict:
-        argument = self.path_tools[tool]
-        value = arguments.get(argument) if isinstance(arguments, Mapping) else None
-        if not isinstance(value, str) or not value or "\x00" in value:
+        names = self.path_tools[tool]
+        mapping = arguments if isinstance(arguments, Mapping) else {}
+        present = [name for name in names if name in mapping]
+        values = [mapping[name] for name in present]
+        if not values or any(not isinstance(value, str) or not value or "\x00" in value for value in values):
             # The tool will refuse it, but a rule cannot say which file it means: never allow.
             decision = self.cannot_judge(tool)
+            argument = present[0] if present and len(values) == 1 else " / ".join(names)
             return Verdict(tool=tool, decision=decision, rule=None,
                            reason=f"cannot judge {tool}: its {argument} argument is not a path")
-        candidates = self.path_candidates(value)
-        what = f"{tool} {value}"
+        candidates = tuple(dict.fromkeys(c for value in values for c in self.path_candidates(value)))
+        restricted = tuple(dict.fromkeys(
+            c for value in values for c in self.deny_candidates(value, (self.workspace, self.project))))
+        what = f"{tool} {' / '.join(dict.fromkeys(values))}"
         return self._by_rules(
             tool,
             what,
-            lambda rule: rule.kind == "path" and self._path_rule_matches(rule, candidates, every=False),
+            lambda rule: rule.kind == "path" and self._path_rule_matches(rule, restricted, False, self.deny_roots),
             lambda rule: rule.kind == "path" and self._path_rule_matches(rule, candidates, every=True),
         )
 
     def first_path_rule(self, kind: str, tools: Iterable[str], candidates: tuple[str, ...]) -> Rule | None:
-        """The first ``kind`` rule of one of ``tools`` matching any candidate path."""
+        """The first ``kind`` (deny or ask) rule of one of ``tools`` matching any candidate path."""
         for tool in tools:
             for rule in self.rules[kind]:
                 if rule.names(tool) and (rule.kind == "any" or (
-                        rule.kind == "path" and self._path_rule_matches(rule, candidates, every=False))):
+                        rule.kind == "path" and self._path_rule_matches(rule, candidates, False, self.deny_roots))):
                     return rule
         return None
 
     # --- command tools ---------------------------------------------------------------------------
 
     def _decide_command(self, tool: str, arguments: Any) -> Verdict:
-        argument = self.command_tools[tool]
+        names = self.command_tools[tool]
         for rule in self.rules["deny"]:
             if rule.kind == "any" and rule.names(tool):
                 # A bare deny removes the tool: whatever the command (even an empty one), it never runs.
                 return Verdict(tool=tool, decision="deny", rule=rule.text, reason=f'denied by rule "{rule.text}"',
                                by_deny_rule=True)
-        command = arguments.get(argument) if isinstance(arguments, Mapping) else None
-        if not isinstance(command, str):
+        mapping = arguments if isinstance(arguments, Mapping) else {}
+        present = [name for name in names if name in mapping]
+        commands = [mapping[name] for name in present]
+        if not commands or any(not isinstance(command, str) for command in commands):
             decision = self.cannot_judge(tool)
+            argument = present[0] if len(present) == 1 else " / ".join(names)
             return Verdict(tool=tool, decision=decision, rule=None,
                            reason=f"cannot judge {tool}: its {argument} argument is not a string")
-        base = self.workspace
-        workdir = arguments.get(WORKDIR_ARGUMENT) if isinstance(arguments, Mapping) else None
+        bases = [self.workspace, self.project]
+        workdir = mapping.get(WORKDIR_ARGUMENT)
         if isinstance(workdir, str) and workdir:
-            base = os.path.join(self.workspace, os.path.expanduser(workdir))
-        parts = [self.judge_part(tool, part, base) for part in analyse(command)]
+            bases = [os.path.join(base, os.path.expanduser(workdir)) for base in bases]
+        # Every mapped argument is judged (a layer that adds "cmd" cannot hide "command" from deny rules).
+        parts = [self.judge_part(tool, part, bases[0], tuple(bases[1:]))
+                 for command in dict.fromkeys(commands) for part in analyse(command)]
         if not parts:
             decision, reason = self._default(tool, f"an empty {tool} command")
             return Verdict(tool=tool, decision=decision, rule=None, reason=reason)
@@ -212,7 +235,7 @@ class RuleSet:
         return Verdict(tool=tool, decision=deciding.decision, rule=deciding.rule, reason=reason,
                        by_deny_rule=deciding.by_deny_rule, parts=tuple(parts))
 
-    def judge_part(self, tool: str, part: Part, base: str) -> PartVerdict:
+    def judge_part(self, tool: str, part: Part, base: str, other_bases: tuple[str, ...] = ()) -> PartVerdict:
         """The verdict on one part of a command: deny rules first, then the stricter of the command's
         own verdict and that of each file it redirects into (``write``) or out of (``read``)."""
         text = _describe(part.text)
@@ -225,8 +248,8 @@ class RuleSet:
         rule = self._first_command_rule("deny", tool, part.deny_views)
         if rule is not None:
             return verdict("deny", rule, f'denied by rule "{rule.text}": {text}', True)
-        files = [self._judge_file("write", path, base, text, part.folder_unknown) for path in part.writes]
-        files += [self._judge_file("read", path, base, text, part.folder_unknown) for path in part.reads]
+        files = [self._judge_file("write", path, base, text, part.folder_unknown, other_bases) for path in part.writes]
+        files += [self._judge_file("read", path, base, text, part.folder_unknown, other_bases) for path in part.reads]
         for decision, found, reason, by_deny in files:
             if by_deny:
                 return verdict(decision, found, reason, True)
@@ -265,23 +288,24 @@ class RuleSet:
         if decision == "deny":
             return decision, None, reason, False
         if part.problems:
-            return "ask", None, f"cannot judge {text} safely: {part.problems[0]}", False
+            return self.cannot_judge(tool), None, f"cannot judge {text} safely: {part.problems[0]}", False
         return decision, matched, reason, False
 
-    def _judge_file(self, tool: str, path: str, base: str, text: str,
-                    folder_unknown: bool) -> tuple[Decision, Rule | None, str, bool]:
+    def _judge_file(self, tool: str, path: str, base: str, text: str, folder_unknown: bool,
+                    other_bases: tuple[str, ...] = ()) -> tuple[Decision, Rule | None, str, bool]:
         """A redirection judged as the call ``tool(path)`` (``write`` or ``read``) would be.
 
         ``edit`` deny rules protect a file from redirections too (``>>`` edits it). When the command
         line changes folder, an allow rule cannot vouch for a relative path: it may land elsewhere.
         """
         candidates = self.path_candidates(path, base)
+        restricted = self.deny_candidates(path, (base, *other_bases))
         verb = "writes to" if tool == "write" else "reads"
         what = f"{text} {verb} {path}"
-        found = self.first_path_rule("deny", ("write", "edit") if tool == "write" else (tool,), candidates)
+        found = self.first_path_rule("deny", ("write", "edit") if tool == "write" else (tool,), restricted)
         if found is not None:
             return "deny", found, f'denied by rule "{found.text}": {what}', True
-        found = self.first_path_rule("ask", (tool,), candidates)
+        found = self.first_path_rule("ask", (tool,), restricted)
         if found is not None:
             return "ask", found, f'rule "{found.text}" asks for approval: {what}', False
         relative = not (path.startswith("/") or path == "~" or path.startswith("~/"))
@@ -376,6 +400,16 @@ class RuleSet:
                     return f" (part {_show(part.text)} writes to {part.writes[0]})"
                 return f" (part {_show(part.text)} is not matched)"
         return ""
+
+
+def _merged(builtin: Mapping[str, str], configured: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Tool -> argument names: the built-in mapping, with each configured argument added (never replacing)."""
+    merged: dict[str, list[str]] = {tool: [argument] for tool, argument in builtin.items()}
+    for tool, argument in configured.items():
+        merged.setdefault(tool, [])
+        if argument not in merged[tool]:
+            merged[tool].append(argument)
+    return {tool: tuple(arguments) for tool, arguments in merged.items()}
 
 
 def _show(item: object) -> str:

@@ -61,7 +61,7 @@ class RulesPlugin:
 
         settings: RulesConfig = config.section(SECTION)
         self.settings, self.harness = settings, harness
-        self.ruleset = RuleSet(settings, workspace_root(settings, config.project_dir))
+        self.ruleset = RuleSet(settings, workspace_root(settings, config.project_dir), str(config.project_dir))
 
     # --- deciding -----------------------------------------------------------------------------------
 

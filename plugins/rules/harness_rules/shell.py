@@ -5,10 +5,14 @@ commands run: quoting (``'...'``, ``"..."``, ``$'...'``), backslash escapes and 
 (``\\<newline>`` disappears, even inside a word), the operators ``&& || ; | |& &`` and newlines,
 comments, subshells ``( ... )``, groups ``{ ...; }``, command substitution ``$( ... )`` and
 backticks, process substitution ``<( ... )`` / ``>( ... )``, redirections and here-documents.
-Every nested command is parsed and returned beside the outer one. Parameter, glob and brace
-expansions are kept as :class:`Expansion` segments, so a rule can tell a literal word from one the
-shell will compute at run time. Whatever it cannot read is recorded in ``problems`` (the caller
-asks rather than allows); it never raises on bad input.
+Every nested command is parsed and returned beside the outer one (in ``${...}`` and unquoted
+here-document bodies too). Parameter, arithmetic, glob and brace expansions are kept as
+:class:`Expansion` segments, so a rule can tell a literal word from one the shell will compute at
+run time. Only the simplest parameter expansions (``$NAME``, ``${NAME}``, ``${#NAME}``,
+``${NAME:-plain}``) and arithmetic on numbers are taken as plain values: every other form may run
+code the text does not show (``${x@P}``, ``${!x}``, ``$((x))``) and is a problem. Whatever it
+cannot read is recorded in ``problems`` (the caller asks rather than allows); it never raises on
+bad input.
 """
 
 from __future__ import annotations
@@ -24,6 +28,14 @@ _METACHARACTERS = frozenset(" \t\n|&;()<>")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _SPECIAL_PARAMETERS = frozenset("@*#?-$!0123456789")
+#: The only ``${...}`` forms judged: ``${NAME}``, ``${#NAME}``, and ``${NAME:-word}`` (``-``, ``:+``,
+#: ``+``) with a word of plain characters. Every other form may run code or is not worth reading.
+_SIMPLE_PARAMETER = re.compile(
+    r"\$\{(?:#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])"
+    r"|(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*]):?[-+][A-Za-z0-9_./,:+=%-]*)\}"
+)
+#: Arithmetic with numbers and operators only: a name would be evaluated (and may hold "a[$(cmd)]").
+_LITERAL_ARITHMETIC = re.compile(r"[0-9\s+\-*/%()<>=!&|^~?:,]*")
 #: Reserved words that only introduce or close a construct; the command after them is judged as usual.
 _TRANSPARENT_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "while", "until", "do", "done", "!", "{", "}"})
 #: Reserved words whose construct is not analysed (its commands are still found and judged).
@@ -37,6 +49,8 @@ _OPAQUE_KEYWORDS = {
     "esac": "a `case` statement",
 }
 _MAX_DEPTH = 12
+#: Nested ``${...}`` (and parsers) read before giving up: deeper input is a problem, not a crash.
+_MAX_EXPANSION_DEPTH = 40
 #: How far a glob class or a brace expansion is looked for, in characters.
 _SCAN_LIMIT = 64
 #: What ends the search for the "]" of a glob class: the "]" itself or the end of the word.
@@ -127,10 +141,24 @@ class ParsedCommand:
     problems: tuple[str, ...]
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def parse(source: str, *, origin: str = "", depth: int = 0) -> ParsedCommand:
     """Split ``source`` into the simple commands it would run; never raises on bad input."""
-    parser = _Parser(join_continuations(source), origin, depth)
+    return _parse(source, origin, depth, depth)
+
+
+def _parse(source: str, origin: str, depth: int, nesting: int) -> ParsedCommand:
+    joined, heredocs = _join(source)
+    parser = _Parser(joined, origin, depth)
+    parser.expansion_depth = nesting
     parser.parse_list(stop=None)
+    if heredocs is not None and heredocs != parser.heredocs_seen:
+        # Continuations were joined around here-documents the parser read differently (a "<<"
+        # in arithmetic, a delimiter spelled with an expansion): which lines are commands is unsure.
+        parser.problems.append("here-documents and line continuations could not be read consistently")
     return ParsedCommand(commands=tuple(parser.commands), problems=tuple(parser.problems))
 
 
@@ -138,12 +166,24 @@ def join_continuations(source: str) -> str:
     """``source`` with every line continuation (``\\<newline>``) removed where bash removes it.
 
     Bash drops them while reading input, before it splits words or operators: ``$\\<newline>HOME``
-    is ``$HOME``, ``&\\<newline>&`` is ``&&``. Not inside single quotes or ``$'...'``, and not in a
-    comment (a comment ends at the newline).
+    is ``$HOME``, ``&\\<newline>&`` is ``&&``. Not inside single quotes or ``$'...'``, not in a
+    comment (a comment ends at the newline), and not in the body of a here-document whose
+    delimiter is quoted (``<<'EOF'``); in an unquoted one's body they go, and the closing line is
+    looked for after they have.
+    """
+    return _join(source)[0]
+
+
+def _join(source: str) -> tuple[str, list[tuple[str, bool]] | None]:
+    """The joined text and the here-documents (delimiter, strip tabs) seen on the way.
+
+    ``None`` for the here-documents when nothing was joined (the parser then reads the source as is).
     """
     if "\\\n" not in source:
-        return source
+        return source, None
     out: list[str] = []
+    heredocs: list[tuple[str, bool]] = []
+    pending: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, quoted)
     index, length = 0, len(source)
     state = "plain"  # or "single", "ansi", "double", "comment"
     while index < length:
@@ -156,9 +196,10 @@ def join_continuations(source: str) -> str:
             continue
         if state == "comment":
             out.append(char)
+            index += 1
             if char == "\n":
                 state = "plain"
-            index += 1
+                index = _heredoc_bodies(source, index, pending, out)
             continue
         if state == "ansi":
             if char == "\\" and index + 1 < length:
@@ -188,9 +229,92 @@ def join_continuations(source: str) -> str:
             state = "ansi" if ansi else "single"
         elif char == "#" and (not out or (len(out[-1]) == 1 and out[-1] in _METACHARACTERS)):
             state = "comment"
+        elif char == "<" and source.startswith("<<", index) and not source.startswith("<<<", index) \
+                and not (out and out[-1].endswith("<")):
+            operator = "<<-" if source.startswith("<<-", index) else "<<"
+            out.append(operator)
+            index, delimiter, quoted = _heredoc_delimiter(source, index + len(operator), out)
+            pending.append((delimiter, operator == "<<-", quoted))
+            heredocs.append((delimiter, operator == "<<-"))
+            continue
+        elif char == "\n":
+            out.append(char)
+            index = _heredoc_bodies(source, index + 1, pending, out)
+            continue
         out.append(char)
         index += 1
-    return "".join(out)
+    return "".join(out), heredocs
+
+
+def _heredoc_delimiter(source: str, index: int, out: list[str]) -> tuple[int, str, bool]:
+    """Read the delimiter word after ``<<`` (copied to ``out``): where it ends, its value, whether quoted."""
+    length = len(source)
+    while index < length and (source[index] in " \t" or source.startswith("\\\n", index)):
+        if source[index] == "\\":
+            index += 2
+        else:
+            out.append(source[index])
+            index += 1
+    value: list[str] = []
+    quoted = False
+    while index < length and source[index] not in _METACHARACTERS:
+        char = source[index]
+        if source.startswith("\\\n", index):
+            index += 2
+            continue
+        if char == "\\":
+            quoted = True
+            out.append(source[index : index + 2])
+            value.append(source[index + 1 : index + 2])
+            index += 2
+            continue
+        if source.startswith(("$'", '$"'), index):
+            out.append("$")
+            index += 1
+            continue
+        if char in "'\"":
+            quoted = True
+            end = source.find(char, index + 1)
+            end = length if end < 0 else end
+            out.append(source[index : end + 1])
+            value.append(source[index + 1 : end])
+            index = end + 1
+            continue
+        out.append(char)
+        value.append(char)
+        index += 1
+    return index, "".join(value), quoted
+
+
+def _heredoc_bodies(source: str, index: int, pending: list[tuple[str, bool, bool]], out: list[str]) -> int:
+    """Copy the bodies of the ``pending`` here-documents (starting at ``index``) to ``out``; where they end.
+
+    A quoted delimiter keeps the body as it is; an unquoted one joins continued lines first, and
+    the closing line is matched after joining (``E\\<newline>OF`` closes ``<<EOF``), as bash does.
+    """
+    length = len(source)
+    while pending:
+        delimiter, strip_tabs, quoted = pending.pop(0)
+        while index < length:
+            line: list[str] = []
+            while index < length and source[index] != "\n":
+                if not quoted and source[index] == "\\":
+                    if source.startswith("\\\n", index):
+                        index += 2
+                        continue
+                    line.append(source[index : index + 2])
+                    index += 2
+                    continue
+                line.append(source[index])
+                index += 1
+            text = "".join(line)
+            out.append(text)
+            if index < length:
+                out.append("\n")
+                index += 1
+            if (text.lstrip("\t") if strip_tabs else text) == delimiter:
+                break
+    return index
 
 
 @dataclass
@@ -214,8 +338,12 @@ class _Parser:
         self.depth = depth
         self.commands: list[SimpleCommand] = []
         self.problems: list[str] = []
-        #: Here-documents whose bodies start after the next newline: (delimiter, strip tabs).
-        self.pending_heredocs: list[tuple[str, bool]] = []
+        #: Here-documents whose bodies start after the next newline.
+        self.pending_heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, quoted)
+        #: How many ``${...}`` are open around ``pos`` (they are read recursively).
+        self.expansion_depth = depth
+        #: Every here-document opened, in order (shared with nested parsers of the same text).
+        self.heredocs_seen: list[tuple[str, bool]] = []
 
     # --- characters -----------------------------------------------------------------------------
 
@@ -312,6 +440,8 @@ class _Parser:
                 self.pos = len(self.src)
                 return
             inner = _Parser(self.src, "( ... )", self.depth + 1)
+            inner.heredocs_seen = self.heredocs_seen
+            inner.expansion_depth = self.expansion_depth + 1
             inner.pos = self.pos
             closed = inner.parse_list(stop=")")
             self.adopt(inner)
@@ -433,23 +563,49 @@ class _Parser:
         builder.redirects.append(Redirect(operator=operator, fd=fd, target=target))
         if operator in ("<<", "<<-"):
             builder.problems.append("a here-document feeds text the rules do not analyse")
-            delimiter = target.text("") if target is not None else ""
-            self.pending_heredocs.append((delimiter, operator == "<<-"))
+            delimiter = target.text() if target is not None else ""
+            quoted = target is not None and any(char in target.source for char in "'\"\\")
+            self.pending_heredocs.append((delimiter, operator == "<<-", quoted))
+            self.heredocs_seen.append((delimiter, operator == "<<-"))
         return True
 
     def read_heredoc_bodies(self) -> None:
-        """After a newline: skip the bodies of the here-documents opened on the line before."""
+        """After a newline: read the bodies of the here-documents opened on the line before.
+
+        An unquoted delimiter's body is expanded like a double-quoted string: its substitutions
+        run, so their commands are parsed as parts (a deny rule sees them).
+        """
         while self.pending_heredocs:
-            delimiter, strip_tabs = self.pending_heredocs.pop(0)
+            delimiter, strip_tabs, quoted = self.pending_heredocs.pop(0)
             while True:
                 if self.pos >= len(self.src):
                     self.problems.append(f'the here-document "{delimiter}" has no closing delimiter')
                     return
                 end = self.src.find("\n", self.pos)
-                line = self.src[self.pos : end if end >= 0 else len(self.src)]
-                self.pos = end + 1 if end >= 0 else len(self.src)
+                end = end if end >= 0 else len(self.src)
+                line = self.src[self.pos : end]
                 if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    self.pos = min(end + 1, len(self.src))
                     break
+                if not quoted:
+                    self.read_heredoc_line(end)
+                self.pos = max(self.pos, min(end + 1, len(self.src)))
+
+    def read_heredoc_line(self, end: int) -> None:
+        """The substitutions in one line of an unquoted here-document body (``pos`` at its start)."""
+        while self.pos < end:
+            char = self.peek()
+            if char == "\\":
+                self.pos += 2
+            elif char == "$":
+                self.read_dollar()
+            elif char == "`":
+                self.read_backticks()
+            else:
+                self.pos += 1
+        if self.pos > end:
+            # A substitution spanning lines: where the body ends is no longer sure.
+            self.problems.append("a substitution in a here-document spans lines")
 
     # --- words ------------------------------------------------------------------------------------
 
@@ -652,17 +808,39 @@ class _Parser:
             end = self.find_arithmetic_end(start + 3)
             body = self.src[start:end]
             self.pos = end
-            if "$(" in body[3:] or "`" in body:
-                self.problems.append("a command substitution inside `$(( ... ))` is not analysed")
+            if not _LITERAL_ARITHMETIC.fullmatch(body[3:-2] if body.endswith("))") else body[3:]):
+                # A name in arithmetic is evaluated as an expression in turn: a variable holding
+                # "a[$(cmd)]" runs cmd. Only numbers and operators can be judged.
+                self.problems.append(f"the arithmetic expansion {_short(body)} uses variables or substitutions")
+            return Expansion(source=body, kind="arithmetic")
+        if nxt == "[":
+            # "$[ ... ]": the old spelling of "$(( ... ))", with the same evaluation of names.
+            end = self.find_bracket_end(start + 2)
+            self.pos = end
+            body = self.src[start:end]
+            self.problems.append(f"the arithmetic expansion {_short(body)} is not analysed")
             return Expansion(source=body, kind="arithmetic")
         if nxt == "(":
             return self.read_nested(start + 2, "command", "$(...)", source_start=start)
         if nxt == "{":
-            end = self.find_brace_end(start + 2)
-            body = self.src[start:end]
-            self.pos = end
-            if "$(" in body or "`" in body or "<(" in body or ">(" in body:
-                self.problems.append("a command substitution inside `${...}` is not analysed")
+            self.pos = start + 2
+            if self.expansion_depth >= _MAX_EXPANSION_DEPTH:
+                self.problems.append("expansions are nested too deeply to analyse")
+                self.pos = len(self.src)
+                return Expansion(source=self.src[start:], kind="parameter")
+            self.expansion_depth += 1
+            try:
+                self.skip_parameter_body()
+            finally:
+                self.expansion_depth -= 1
+            body = self.src[start : self.pos]
+            if not _SIMPLE_PARAMETER.fullmatch(body):
+                # Operators, indirection, subscripts, quotes or nested expansions: "${x@P}",
+                # "${!x}", "${a[$(cmd)]}", "${x:y}" can all run code the text does not show.
+                self.problems.append(
+                    f"the expansion {_short(body)} is not analysed (only $NAME, ${{NAME}}, ${{#NAME}} and "
+                    "${NAME:-word} with a plain word are)"
+                )
             return Expansion(source=body, kind="parameter")
         if nxt and nxt in _SPECIAL_PARAMETERS:
             self.pos += 2
@@ -674,6 +852,60 @@ class _Parser:
         self.pos += 1
         return None
 
+    def skip_parameter_body(self) -> None:
+        """Move ``pos`` (just after ``${``) past the closing ``}``, as bash finds it.
+
+        Quotes, escapes and nested expansions hide a ``}`` (``${x:-'}'}`` ends at the last one),
+        in double quotes too; commands in nested substitutions are parsed as parts of their own.
+        """
+        nesting = 0
+        while self.pos < len(self.src):
+            char = self.peek()
+            if char == "\\":
+                self.pos += 2
+            elif char == "'":
+                end = self.src.find("'", self.pos + 1)
+                if end < 0:
+                    break
+                self.pos = end + 1
+            elif char == '"':
+                self.pos += 1
+                self.read_double_quoted([], lambda item: None)
+            elif char == "$" and self.peek(1) == "'":
+                self.pos += 2
+                self.read_ansi_c()
+            elif char == "$":
+                self.read_dollar()
+            elif char == "`":
+                self.read_backticks()
+            elif char == "{":
+                nesting += 1
+                self.pos += 1
+            elif char == "}":
+                self.pos += 1
+                if nesting == 0:
+                    return
+                nesting -= 1
+            else:
+                self.pos += 1
+        self.pos = len(self.src)
+        self.problems.append("a ${...} expansion is never closed")
+
+    def find_bracket_end(self, index: int) -> int:
+        """The index just past the ``]`` closing ``$[`` (nested brackets counted)."""
+        nesting = 0
+        while index < len(self.src):
+            char = self.src[index]
+            if char == "[":
+                nesting += 1
+            elif char == "]":
+                if nesting == 0:
+                    return index + 1
+                nesting -= 1
+            index += 1
+        self.problems.append("a $[...] expansion is never closed")
+        return len(self.src)
+
     def read_nested(self, body_start: int, kind: str, origin: str, source_start: int | None = None) -> Expansion:
         """``$(...)``, ``<(...)`` or ``>(...)``: parse the inner commands up to the closing ``)``."""
         start = self.pos if source_start is None else source_start
@@ -682,6 +914,8 @@ class _Parser:
             self.pos = len(self.src)
             return Expansion(source=self.src[start:], kind=kind)
         inner = _Parser(self.src, origin, self.depth + 1)
+        inner.heredocs_seen = self.heredocs_seen
+        inner.expansion_depth = self.expansion_depth + 1
         inner.pos = body_start
         closed = inner.parse_list(stop=")")
         self.adopt(inner)
@@ -710,7 +944,7 @@ class _Parser:
         if self.depth >= _MAX_DEPTH:
             self.problems.append("commands are nested too deeply to analyse")
         else:
-            inner = parse("".join(body), origin="`...`", depth=self.depth + 1)
+            inner = _parse("".join(body), "`...`", self.depth + 1, self.expansion_depth + 1)
             self.commands.extend(inner.commands)
             self.problems.extend(inner.problems)
         return Expansion(source=self.src[start : self.pos], kind="command")
@@ -731,21 +965,4 @@ class _Parser:
                 nesting -= 1
             index += 1
         self.problems.append("an arithmetic expression is never closed")
-        return len(self.src)
-
-    def find_brace_end(self, index: int) -> int:
-        nesting = 0
-        while index < len(self.src):
-            char = self.src[index]
-            if char == "\\":
-                index += 2
-                continue
-            if char == "{":
-                nesting += 1
-            elif char == "}":
-                if nesting == 0:
-                    return index + 1
-                nesting -= 1
-            index += 1
-        self.problems.append("a ${...} expansion is never closed")
         return len(self.src)
