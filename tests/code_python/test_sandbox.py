@@ -6,8 +6,6 @@ reference/plugins.md §2 (a confined mode with no usable backend refuses to run,
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,9 +16,9 @@ from harness_core import hookimpl
 from harness_core.sandbox import ConfinedCommand, SandboxPolicy, SandboxUnavailableError
 from harness_sandbox import SandboxPlugin
 from harness_sandbox.backends import Verdict
-from harness_sandbox.policy import temp_roots
 from harness_sandbox.selection import default_backends
 
+from ..sandbox_support import outside_folder
 from .conftest import Run, Tools, runtime_of, start
 
 
@@ -44,17 +42,8 @@ def backend(request: pytest.FixtureRequest, verdicts: dict[str, Verdict]) -> str
 @pytest.fixture
 def outside() -> Iterator[Path]:
     """A folder that no writable root covers (not under the temp roots)."""
-    roots = temp_roots()
-    for base in ("/var/tmp", str(Path.home())):
-        real = os.path.realpath(base)
-        if os.path.isdir(real) and not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
-            folder = Path(tempfile.mkdtemp(prefix="harness-code-python-test-", dir=real))
-            try:
-                yield folder
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-            return
-    pytest.skip(f"no folder outside the writable temp roots {roots}")
+    with outside_folder("harness-code-python-test-") as folder:
+        yield folder
 
 
 def write_program(path: Path) -> str:

@@ -10,10 +10,7 @@ rule that nothing later can lift.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
-import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +20,9 @@ import anyio
 import pytest
 
 from harness_core import Allow, ConfigSource, FrozenDict, Harness, MemoryEventSink, ToolCall, ToolResult, hookimpl
-from harness_sandbox.policy import temp_roots
 from harness_sandbox.selection import default_backends
+
+from ..sandbox_support import outside_folder
 
 PLUGINS = ("approval", "claude-code", "permission-presets", "rules", "sandbox", "timeout-policy", "tools")
 #: Lets the ask that the presets' rules make for every bash call through, as a person would.
@@ -64,17 +62,8 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def outside() -> Iterator[Path]:
     """A fresh folder that no writable root covers (not under the workspace or a temp root)."""
-    roots = temp_roots()
-    for base in ("/var/tmp", str(Path.home())):
-        real = os.path.realpath(base)
-        if os.path.isdir(real) and not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
-            folder = Path(tempfile.mkdtemp(prefix="harness-presets-e2e-", dir=real))
-            try:
-                yield folder
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-            return
-    pytest.skip(f"no folder outside the writable temp roots {roots} to write to")
+    with outside_folder("harness-presets-e2e-") as folder:
+        yield folder
 
 
 def start(

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +14,9 @@ from harness_core.config import Layer
 from harness_core.sandbox import ConfinedCommand, SandboxPolicy
 from harness_sandbox import SandboxPlugin
 from harness_sandbox.backends import Verdict
-from harness_sandbox.policy import temp_roots
 from harness_sandbox.selection import default_backends
+
+from ..sandbox_support import outside_folder
 
 #: The backends that can run on a Linux machine, in the order auto tries them.
 LINUX_BACKENDS = ("bubblewrap", "landlock")
@@ -58,18 +56,9 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def outside() -> Iterator[Path]:
     """A folder no writable root covers (not under /tmp or the temp dir), holding ``target.txt``."""
-    roots = temp_roots()
-    for base in ("/var/tmp", str(Path.home())):
-        real = os.path.realpath(base)
-        if os.path.isdir(real) and not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
-            folder = Path(tempfile.mkdtemp(prefix="harness-sandbox-test-", dir=real))
-            (folder / "target.txt").write_text("original\n")
-            try:
-                yield folder
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-            return
-    pytest.skip(f"no folder outside the writable temp roots {roots} to protect")
+    with outside_folder("harness-sandbox-test-") as folder:
+        (folder / "target.txt").write_text("original\n")
+        yield folder
 
 
 class Sandboxed:
