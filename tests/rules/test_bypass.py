@@ -572,3 +572,142 @@ def test_through_harness_call_with_the_real_bash_tool_the_audit_commands_run_not
         assert completed.returncode == 1, (command, completed.stdout, completed.stderr)
     made = sorted(path.name for path in (*tmp_path.iterdir(), *(tmp_path / ".git").iterdir()))
     assert not [name for name in made if name.startswith("MARK")], made
+
+
+# --- issue: second round of reader bypasses ($'...' escapes, brace groups), each confirmed in real bash ------------
+
+ROUND2_ALLOW = ["bash(echo *)", "bash(ls *)", "bash(git status)", "bash(git diff *)", "bash(git log *)", "bash(cat *)",
+                "write(src/**)"]
+ROUND2_DENY = ["bash(rm *)", "bash(curl *)", "write(.git/**)", "edit(.git/**)", "write(**/.env)"]
+
+ROUND2_NEVER_ALLOWED = [
+    # 1. "\c" in $'...': the string ends at the quote after it
+    "echo $'\\c'; touch /tmp/p #'",
+    "echo $'\\c'; rm x #'",
+    "echo $'\\c' > .env #'",
+    # 2. octal escapes keep the low byte, and a NUL cuts the string
+    "git diff $'\\455-output=.git/x'",
+    "git diff $'\\0'--output=F",
+    "echo x >> src/$'\\456\\456'/.git/config; git status",
+    "echo x > src/$'\\456\\456'/$'\\456'env",
+    "echo $'\\u0041'",
+    "echo $'\\U00000041'",
+    "echo $'\\377'",
+    "echo $'\\xff'",
+    # 3. brace groups with quotes, backslashes or long text
+    'git diff {"HEAD",--output=/tmp/p}',
+    "git diff {'HEAD',--output=/tmp/p}",
+    "git diff {\\HEAD,--output=/tmp/p}",
+    'git log {"-1",--ext-diff,-p}',
+    "git diff {" + "a" * 70 + ",--output=/tmp/p}",
+    "git diff {HEAD,--output=/tmp/p}",
+    "git diff {$x,--output=/tmp/p}",
+    # deny rules that must hold
+    "env -S 'rm x'",
+    "time -- rm x",
+    "time -p -- rm x",
+    "$'\\562'm x",
+    "$'r\\0abc'm x",
+    '{"rm",x}',
+    "setpriv rm x",
+    # a NUL in a redirection path
+    "echo hi > src/$'\\0'x",
+]
+
+
+@pytest.mark.parametrize("default", ["ask", "deny"])
+@pytest.mark.parametrize("command", ROUND2_NEVER_ALLOWED)
+def test_round2_commands_are_never_allowed(command, default):
+    rules = RuleSet(RulesConfig(default=default, allow=ROUND2_ALLOW, deny=ROUND2_DENY), "/srv/project")
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision in ("ask", "deny"), verdict
+    if default == "deny":
+        assert verdict.decision == "deny", verdict
+
+
+@pytest.mark.parametrize("default", ["ask", "deny"])
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        ("echo $'\\c'; rm x #'", "bash(rm *)"),
+        ("echo $'\\c' > .env #'", "write(**/.env)"),
+        ("git diff $'\\455-output=.git/x'", "write(.git/**)"),
+        ("echo x >> src/$'\\456\\456'/.git/config; git status", "write(.git/**)"),
+        ("echo x > src/$'\\456\\456'/$'\\456'env", "write(**/.env)"),
+        ("env -S 'rm x'", "bash(rm *)"),
+        ("env --split-string='rm -rf /'", "bash(rm *)"),
+        ("time -- rm x", "bash(rm *)"),
+        ("$'\\562'm x", "bash(rm *)"),
+        ("$'r\\0abc'm x", "bash(rm *)"),
+        ('{"rm",x}', "bash(rm *)"),
+        ("{r,}m x", "bash(rm *)"),
+        ("setpriv rm x", "bash(rm *)"),
+    ],
+)
+def test_round2_commands_with_a_deny_rule_are_denied(command, rule, default):
+    rules = RuleSet(RulesConfig(default=default, allow=ROUND2_ALLOW, deny=ROUND2_DENY), "/srv/project")
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision == "deny" and verdict.by_deny_rule and verdict.rule == rule, verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo $'a\\tb\\x41\\101\\n'", "echo {a,b} x{1..3}", "echo '{\"a\",b}'", "echo {\"a\"}", "echo rm x",
+     "git diff HEAD~1 -- src", "find . -name '{x}'", "echo $'\\x4g'"],
+)
+def test_round2_plain_forms_stay_allowed(command):
+    rules = RuleSet(RulesConfig(default="ask", allow=[*ROUND2_ALLOW, "bash(find *)"], deny=ROUND2_DENY),
+                    "/srv/project")
+    assert rules.decide("bash", {"command": command}).decision == "allow"
+
+
+@pytest.mark.parametrize("path", ["src/a/\0x", ".git/\0x", "src/\0/../../.git/config"])
+def test_a_nul_in_a_path_argument_never_raises(path):
+    rules = RuleSet(RulesConfig(default="ask", allow=ROUND2_ALLOW, deny=ROUND2_DENY), "/srv/project")
+    verdict = rules.decide("write", {"file_path": path})
+    assert verdict.decision == "ask" and "not a path" in verdict.reason, verdict
+    # Spellings of a path with a NUL (from a shell word or a working folder) never raise either.
+    assert rules.path_candidates(path) and rules.deny_candidates("x", ["/srv/\0project"])
+    verdict = rules.decide("bash", {"command": "echo x > y", "workdir": path})
+    assert verdict.decision == "ask" and "not a path" in verdict.reason, verdict
+
+
+def test_explain_of_a_nul_in_a_redirection_is_cannot_judge_not_a_traceback(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "harness.toml").write_text(PROJECT_RULES)
+    result = _cli(project, "rules", "explain", "bash", json.dumps({"command": "echo hi > src/$'\\0'x"}))
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "cannot judge" in result.stdout + result.stderr, (result.stdout, result.stderr)
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@pytest.mark.parametrize(
+    ("command", "made"),
+    [
+        ("echo $'\\c'; touch MARK #'", "MARK"),
+        ("echo $'\\c' > MARK #'", "MARK"),
+        ("git diff --no-index $'\\455-output=MARK' /dev/null /dev/null", "MARK"),
+        ("git diff --no-index $'\\0'--output=MARK /dev/null /dev/null", "MARK"),
+        ("echo x > $'\\515'ARK", "MARK"),
+        ("git diff --no-index {\"/dev/null\",--output=MARK} /dev/null", "MARK"),
+        ("git diff --no-index {'/dev/null',--output=MARK} /dev/null", "MARK"),
+        ("time -- touch MARK", "MARK"),
+        ("$'\\564'ouch MARK", "MARK"),
+        ("$'t\\0abc'ouch MARK", "MARK"),
+        ("{\"touch\",MARK}", "MARK"),
+        ("env -S 'touch MARK'", "MARK"),
+    ],
+)
+def test_each_round2_command_really_runs_in_bash_and_is_not_allowed(command, made, tmp_path):
+    if "git" in command and shutil.which("git") is None:
+        pytest.skip("needs git")
+    subprocess.run([str(BASH), "--norc", "--noprofile", "-c", command], cwd=tmp_path, capture_output=True,
+                   timeout=30, stdin=subprocess.DEVNULL, env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
+    assert (tmp_path / made).exists(), command
+    rules = RuleSet(RulesConfig(default="ask", allow=[*ROUND2_ALLOW, "bash(git diff *)"],
+                                deny=["bash(touch *)", "write(MARK)"]), str(tmp_path))
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision in ("ask", "deny"), verdict
+    if "touch" in command:
+        assert verdict.decision == "deny", verdict

@@ -17,7 +17,10 @@ each run in a log, and bash runs the command with only the stubs on ``PATH``:
 - parameter expansions with operators and quotes (``${x:-'}'}``, ``${x@P}``, ``${!x}``,
   ``$((x))``, ``$'\\x24(...)'``) never hide a command from an allow rule;
 - with here-documents and line continuations (and nothing computed), a command that runs ``bad``
-  is denied by ``bash(bad *)``, not merely asked about.
+  is denied by ``bash(bad *)``, not merely asked about;
+- ``$'...'`` escapes (``\\c``, octal above 0o377, ``\\0``, ``\\x``, ``\\u``) and brace groups
+  with quotes, backslashes or long text never hide a program or a written file from the rules, and
+  ``bad`` spelled with octal or hex escapes (or cut at a NUL) is denied by ``bash(bad *)``.
 
 ``HARNESS_DIFFERENTIAL_EXAMPLES`` raises the number of examples of each check (for a long local run).
 """
@@ -221,3 +224,46 @@ def test_a_here_document_never_hides_a_denied_program(stubs: Path, command: str)
 )
 def test_found_by_the_differential_check(command):
     assert DENY_RULES.decide("bash", {"command": command}).decision != "allow"
+
+
+#: ANSI-C escapes and brace groups the reader must decode exactly or refuse to judge.
+ESCAPE_TOKENS = [
+    "$'\\c'", "$'\\c\\'", "$'\\c''", "'", "#'", "$'\\542ad'", "$'\\142'ad", "$'\\0'", "$'b\\0x'ad", "$'\\x62'ad",
+    "$'\\x6'", "$'\\u0062'ad", "$'\\U00000062'ad", "$'\\455'", "$'\\456'", "{\"ok\",bad}", "{'ok',bad}", "{\\ok,bad}",
+    "{ok,bad}", "{" + "o" * 70 + ",bad}", "{\"x\",--output=secret}", "$'\\0'bad", " ", " ", ";", "\n", "ok ", "bad",
+    " > secret", " > sec$'\\0'ret", " > $'\\563'ecret", " > $'\\x73'ecret", ",", "}", "{", "..",
+]
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.just("ok "), st.sampled_from(ESCAPE_TOKENS)), min_size=1, max_size=8))
+def test_escapes_and_brace_groups_never_hide_a_program_or_a_file(stubs: Path, tokens: list[str]) -> None:
+    command = "".join(tokens)
+    if RULES.decide("bash", {"command": command}).decision == "allow":
+        ran = run(stubs, command)
+        assert set(ran) <= {"ok"}, (command, ran)
+        assert os.listdir(stubs / "work") == [], command
+    rules = RuleSet(RulesConfig(default="allow", deny=["bash(bad *)", "write(**/secret)"]), str(stubs / "work"))
+    if rules.decide("bash", {"command": command}).decision == "allow":
+        ran = run(stubs, command, folders=("sub",))
+        assert "bad" not in ran, (command, ran)
+        assert not any(os.path.basename(name) == "secret" for name in written(stubs)), (command, written(stubs))
+
+
+#: "bad" spelled with escapes bash decodes to plain ASCII (octal keeps its low byte, NUL cuts the string).
+SPELLED_BAD = st.builds(
+    lambda first, rest: f"{first}{rest}",
+    st.sampled_from(["$'\\142'", "$'\\542'", "$'\\x62'", "$'b\\0zz'", "$'\\142\\0\\141'", "b", "$'\\x62\\x61'"]),
+    st.sampled_from(["ad x", "ad", "$'\\141'd", "$'\\541\\544'", "a$'\\x64'", "$'a\\0q'd x"]),
+)
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(SPELLED_BAD)
+def test_a_program_spelled_with_escapes_is_denied_by_its_rule(stubs: Path, command: str) -> None:
+    if "bad" not in run(stubs, command):
+        return
+    verdict = DENY_RULES.decide("bash", {"command": command})
+    assert verdict.decision == "deny" and verdict.by_deny_rule, (command, verdict)

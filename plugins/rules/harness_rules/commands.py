@@ -53,7 +53,9 @@ _RUNNERS = frozenset(
     {"taskset", "chrt", "flock", "unshare", "chroot", "strace", "ltrace", "nsenter", "firejail", "systemd-run",
      "caffeinate", "script", "valgrind", "sg", "catchsegv", "dbus-launch", "xvfb-run", "proxychains", "proxychains4",
      "torsocks", "faketime", "numactl", "cgexec", "prlimit", "setarch", "linux32", "linux64", "busybox", "fakeroot",
-     "unbuffer", "expect", "tmux", "screen", "ssh-agent", "entr", "nodemon", "inotifywait", "with-contenv"}
+     "unbuffer", "expect", "tmux", "screen", "ssh-agent", "entr", "nodemon", "inotifywait", "with-contenv",
+     "setpriv", "capsh", "systemd-nspawn", "bwrap", "aa-exec", "runcon", "sem", "chpst", "daemonize",
+     "start-stop-daemon"}
 )
 #: Options through which an otherwise ordinary command runs another program (Codex's known-safe
 #: classifier refuses the same ones): a rule allowing the command does not allow these.
@@ -352,6 +354,28 @@ def _assignment_is_risky(word: Word) -> bool:
     return _HARMLESS_VARIABLES.fullmatch(name.group(1)) is None
 
 
+_BRACE_GROUP = re.compile(r"\{([^{}]*,[^{}]*)\}")
+
+
+def _expand_braces(text: str) -> list[str]:
+    """``text`` with its innermost comma groups expanded as bash would (for deny views only, bounded)."""
+    words = [text]
+    for _round in range(8):
+        grown: list[str] = []
+        changed = False
+        for word in words:
+            group = _BRACE_GROUP.search(word)
+            if group is None:
+                grown.append(word)
+                continue
+            changed = True
+            grown += [word[: group.start()] + item + word[group.end() :] for item in group.group(1).split(",")]
+        words = grown[:64]
+        if not changed:
+            break
+    return words
+
+
 def _add_level(words: list[Word], prefix: list[Word], levels: _Levels, allowed: bool) -> None:
     """The texts of one wrapper level: ``words`` from the level's command on, after ``prefix`` assignments."""
     levels.deny.append(" ".join(word.text() for word in (*prefix, *words)))
@@ -361,6 +385,10 @@ def _add_level(words: list[Word], prefix: list[Word], levels: _Levels, allowed: 
     if head is not None and "/" in head and os.path.basename(head):
         # "/bin/rm -rf /" is caught by a deny rule on "rm -rf *" (never allowed by one on "rm ...").
         levels.deny.append(" ".join([os.path.basename(head), *(word.text() for word in words[1:])]))
+    if any("{" in word.text() for word in words):
+        # "{rm,x}" or '{"rm",x}' runs "rm x": a deny view with the simple brace groups expanded.
+        expanded = [piece for word in words for piece in _expand_braces(word.text())]
+        levels.deny.append(" ".join(expanded))
     if allowed:
         allow_words = [word.text(SENTINEL) for word in words]
         if prefix:
@@ -644,6 +672,25 @@ def _add_suffixes(words: list[Word], levels: _Levels) -> None:
             levels.deny.append(" ".join([os.path.basename(head), *(word.text() for word in tail[1:])]))
 
 
+def _split_string_denials(words: list[Word], levels: _Levels) -> None:
+    """Deny views for ``env -S STRING ...`` (``words`` from the option on): the string split at blanks.
+
+    ``env -S`` splits with its own quoting rules, so the call stays one the rules cannot judge;
+    these views only let a deny rule on the command it names (``env -S 'rm x'``) deny it.
+    """
+    texts = [word.text() for word in words]
+    option = texts[0]
+    if option.startswith("--"):
+        string, rest = (option.split("=", 1)[1], texts[1:]) if "=" in option else (" ".join(texts[1:2]), texts[2:])
+    else:
+        glued = option[option.index("S") + 1 :] if "S" in option else ""
+        string, rest = (glued, texts[1:]) if glued else (" ".join(texts[1:2]), texts[2:])
+    tokens = [*string.split(), *rest]
+    for start in range(min(len(tokens), _MAX_LEVELS * 4)):
+        levels.deny.append(" ".join(tokens[start:]))
+    _add_suffixes(words, levels)
+
+
 def _unwrap(name: str, wrapper: _Wrapper, words: list[Word], levels: _Levels) -> list[Word] | None:
     """The words of the command ``words[0]`` wraps, or ``None`` when it runs none (or it is unknowable)."""
     index = 1
@@ -666,6 +713,7 @@ def _unwrap(name: str, wrapper: _Wrapper, words: list[Word], levels: _Levels) ->
             if option in wrapper.opaque or (value.startswith("-") and not value.startswith("--")
                                             and any(f"-{c}" in wrapper.opaque for c in value[1:])):
                 levels.problems.append(f"`{name} {option}` runs a command the rules cannot see")
+                _split_string_denials(words[index:], levels)
                 return None
             if option in wrapper.describes:
                 return None

@@ -146,6 +146,12 @@ class RuleSet:
         A deny rule matching any spelling denies; an allow rule must match them all.
         """
         base = base if base is not None else self.workspace
+        if "\0" in value or "\0" in base:
+            # The OS cannot take a NUL (os.path.realpath raises); judge the path without it and the
+            # path cut at it, so a deny rule matching either denies and an allow needs both.
+            variants = {(v.replace("\0", ""), b.replace("\0", "")) for v, b in
+                        ((value, base), (value.split("\0")[0], base.split("\0")[0]))}
+            return tuple(dict.fromkeys(c for v, b in sorted(variants) for c in self.path_candidates(v, b)))
         joined = os.path.join(base, value)
         spellings = [os.path.realpath(joined), os.path.normpath(joined)]
         if value == "~" or value.startswith("~/"):
@@ -218,6 +224,10 @@ class RuleSet:
                            reason=f"cannot judge {tool}: its {argument} argument is not a string")
         bases = [self.workspace, self.project]
         workdir = mapping.get(WORKDIR_ARGUMENT)
+        if isinstance(workdir, str) and "\x00" in workdir:
+            # No folder has a NUL in its name: which files the command's paths mean is unknown.
+            return Verdict(tool=tool, decision=self.cannot_judge(tool), rule=None,
+                           reason=f"cannot judge {tool}: its {WORKDIR_ARGUMENT} argument is not a path")
         if isinstance(workdir, str) and workdir:
             bases = [os.path.join(base, os.path.expanduser(workdir)) for base in bases]
         # Every mapped argument is judged (a layer that adds "cmd" cannot hide "command" from deny rules).

@@ -507,6 +507,10 @@ class _Parser:
                         self.skip_blanks()
                         if self.startswith("-p") and (self.peek(2) in _METACHARACTERS or not self.peek(2)):
                             self.pos += 2
+                            self.skip_blanks()
+                        # Bash's parser also drops one "--" after "time" or "time -p".
+                        if self.startswith("--") and (self.peek(2) in _METACHARACTERS or not self.peek(2)):
+                            self.pos += 2
                         continue
                     if literal in _OPAQUE_KEYWORDS:
                         builder.problems.append(f"{_OPAQUE_KEYWORDS[literal]} is not analysed")
@@ -624,6 +628,10 @@ class _Parser:
             flush()
             segments.append(item)
 
+        #: Where an unquoted "{" opens a group the reader does not expand (quotes, escapes, "$" or
+        #: long text inside): bash may still expand it, so the word is a problem if it may.
+        unsure_brace = -1
+
         while self.pos < len(self.src):
             char = self.peek()
             if char in _METACHARACTERS:
@@ -694,12 +702,19 @@ class _Parser:
                     expansion(Expansion(source=brace, kind="brace"))
                     self.pos += len(brace)
                     continue
+                if unsure_brace < 0 and self.brace_unsure():
+                    unsure_brace = self.pos
             literal.append(char)
             self.pos += 1
         flush()
         if self.pos == start:
             self.pos += 1  # never loop on a character nothing consumes
             return None
+        if unsure_brace >= 0:
+            rest = self.src[unsure_brace : self.pos]
+            if "}" in rest[1:] and ("," in rest or ".." in rest):
+                # Bash may expand it into several words (options, paths) the rules did not read.
+                self.problems.append(f"the brace expansion in {_short(self.src[start : self.pos])} is not analysed")
         return Word(segments=tuple(segments), source=self.src[start : self.pos])
 
     def bracket_closes(self) -> bool:
@@ -726,6 +741,28 @@ class _Parser:
                     return self.src[self.pos : index + 1] if ("," in body or ".." in body) else None
             index += 1
         return None
+
+    def brace_unsure(self) -> bool:
+        """Whether the ``{`` at ``pos`` (not read as a brace expansion) may still be one in bash.
+
+        The reader expands only plain groups within :data:`_SCAN_LIMIT` characters; a group with a
+        quote, backslash, ``$`` or backtick inside, or a longer one, is expanded by bash all the same.
+        """
+        index, nesting = self.pos, 0
+        while index < len(self.src):
+            char = self.src[index]
+            if char in _METACHARACTERS:
+                return False
+            if char in "'\"\\$`" or index - self.pos >= _SCAN_LIMIT:
+                return True
+            if char == "{":
+                nesting += 1
+            elif char == "}":
+                nesting -= 1
+                if nesting == 0:
+                    return False
+            index += 1
+        return False
 
     def read_double_quoted(self, literal: list[str], expansion: Callable[[Expansion], None]) -> None:
         while self.pos < len(self.src):
@@ -759,46 +796,65 @@ class _Parser:
         self.problems.append("a double quote is never closed")
 
     def read_ansi_c(self) -> str | None:
-        """The body of ``$'...'`` after the opening quote, decoded; ``None`` if it cannot be."""
+        """The body of ``$'...'`` after the opening quote, decoded; ``None`` if it cannot be.
+
+        The end is found as bash's parser finds it: a backslash pairs with exactly one character
+        (``$'\\c'`` ends at its second quote). Escapes are decoded as bash decodes them only where
+        that is plain ASCII: ``\\c``, ``\\u``, ``\\U``, an escape yielding NUL (bash cuts the string
+        there) or a byte of 0x80 and above (bash keeps the low byte of ``\\455``) make the command
+        one the rules cannot judge (a problem), so such a word never matches a literal rule.
+        """
         out: list[str] = []
         while self.pos < len(self.src):
             char = self.peek()
             if char == "'":
                 self.pos += 1
-                return "".join(out)
+                decoded = "".join(out)
+                return decoded.split("\0")[0]  # bash cuts the string at a NUL: $'r\\0abc'm is "rm"
             if char != "\\":
                 out.append(char)
                 self.pos += 1
                 continue
             nxt = self.peek(1)
+            if not nxt:
+                self.pos += 1
+                break
             self.pos += 2
             if nxt in _ANSI_SIMPLE:
                 out.append(_ANSI_SIMPLE[nxt])
-            elif nxt and nxt in "xuU":
-                limit = {"x": 2, "u": 4, "U": 8}[nxt]
-                digits = re.match(f"[0-9A-Fa-f]{{1,{limit}}}", self.src[self.pos : self.pos + limit])
+            elif nxt == "x":
+                digits = re.match(r"[0-9A-Fa-f]{1,2}", self.src[self.pos : self.pos + 2])
                 if digits is None:
-                    out.append("\\" + nxt)
+                    out.append("\\x")
                     continue
                 self.pos += len(digits.group())
-                try:
-                    out.append(chr(int(digits.group(), 16)))
-                except (ValueError, OverflowError):
-                    return None
-            elif nxt and nxt in "01234567":
+                self.ansi_byte(int(digits.group(), 16), "\\x" + digits.group(), out)
+            elif nxt in "uU":
+                self.problems.append(f"a $'...' string uses the escape \\{nxt} (not decoded by the rules)")
+                out.append("\\" + nxt)
+            elif nxt in "01234567":
                 digits = re.match(r"[0-7]{0,2}", self.src[self.pos : self.pos + 2])
                 value = nxt + (digits.group() if digits else "")
                 self.pos += len(value) - 1
-                out.append(chr(int(value, 8)))
-            elif nxt == "c" and self.peek():
-                out.append(chr(ord(self.peek()) & 0x1F))
-                self.pos += 1
-            elif not nxt:
-                break
+                self.ansi_byte(int(value, 8), "\\" + value, out)
+            elif nxt == "c":
+                # "\c" takes the next character as a control character at expansion time (and a
+                # backslash after it pairs oddly): never decoded, the string's end is found as usual.
+                self.problems.append("a $'...' string uses the escape \\c (not decoded by the rules)")
+                out.append("\\c")
             else:
                 out.append("\\" + nxt)
         self.problems.append("a $'...' string is never closed")
         return None
+
+    def ansi_byte(self, value: int, spelling: str, out: list[str]) -> None:
+        """Append the byte an octal or hex escape of ``$'...'`` yields, or record why it cannot be judged."""
+        value &= 0xFF  # bash keeps the low byte: "\\455" is "-"
+        if value == 0:
+            self.problems.append(f"a $'...' string is cut short by the escape {spelling} (a NUL)")
+        elif value >= 0x80:
+            self.problems.append(f"a $'...' string has the escape {spelling} (a byte that is not ASCII)")
+        out.append(chr(value))
 
     def read_dollar(self) -> Expansion | None:
         """What follows a ``$`` (``pos`` at the ``$``): a parameter, ``${...}``, ``$(...)`` or ``$((...))``."""
