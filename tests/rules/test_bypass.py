@@ -355,7 +355,7 @@ def test_the_audit_commands_with_a_deny_rule_are_denied(command, rule, default):
     "command",
     ["echo $HOME ${HOME} ${#HOME} ${X:-foo} ${X-a.b/c} ${X:+on} $((1+2)) ${1} ${@} $# ${#}",
      "git diff --output=src/x.diff", "git diff -C HEAD", "git log -Scode", "sort -o src/out a", "cat a | tee src/out",
-     "sed -n 's/a/b/p' f", "sed --sandbox 's/a/b/w x' f", "awk -F: '{print $1}' f", "printf -v x %s 1",
+     "sed -n 's/a/b/p' f", "sed --sandbox 's/a/b/w x' f", "awk -F: '{print $1}' f",
      "declare -a x", "[ -n \"$x\" ]", "less -R f", "tar -tzf a.tgz", "find . -name '*.py'", "echo ${x:-'}'}"],
 )
 def test_plain_forms_stay_judgeable(command):
@@ -711,3 +711,51 @@ def test_each_round2_command_really_runs_in_bash_and_is_not_allowed(command, mad
     assert verdict.decision in ("ask", "deny"), verdict
     if "touch" in command:
         assert verdict.decision == "deny", verdict
+
+
+# --- Third audit: an allowed builtin that assigns a variable later parts run under ------------------
+
+THIRD_AUDIT_ALLOW = [*AUDIT_ALLOW, "bash(printf *)", "bash(git log *)"]
+
+
+@pytest.mark.parametrize("default", ["ask", "deny"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        # HOME pointed at a folder holding a .gitconfig whose fsmonitor / diff.external runs a command.
+        "printf '[core]\\n\\tfsmonitor = touch pwn #\\n' > src/.gitconfig; printf -v HOME %s src; git status",
+        "printf -v HOME %s /srv/project/src && git diff --no-index a b",
+        "command printf -v HOME %s src; git status",
+        "builtin printf -vHOME %s src; git status",
+        "printf -v PATH %s src; ls",
+        "printf $X %s src; git status",  # a computed argument may spell -v
+    ],
+)
+def test_printf_v_assigning_a_variable_is_never_allowed(command, default):
+    rules = RuleSet(RulesConfig(default=default, allow=THIRD_AUDIT_ALLOW, deny=AUDIT_DENY), "/srv/project")
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision in ("ask", "deny"), verdict
+    if default == "deny":
+        assert verdict.decision == "deny", verdict
+
+
+def test_printf_without_v_stays_allowed():
+    rules = RuleSet(RulesConfig(default="ask", allow=THIRD_AUDIT_ALLOW, deny=AUDIT_DENY), "/srv/project")
+    assert rules.decide("bash", {"command": "printf '%s\\n' hello"}).decision == "allow"
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+def test_printf_v_home_really_makes_git_run_a_configured_command(tmp_path):
+    # The audit's finding, replayed in real bash: the command must not be allowed.
+    (tmp_path / "src").mkdir()
+    marker = tmp_path / "pwned"
+    command = (
+        f"printf '[diff]\\n\\texternal = touch {marker} #\\n' > src/.gitconfig; "
+        "printf -v HOME %s \"$PWD/src\"; echo a > a; echo b > b; git diff --no-index a b"
+    )
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    subprocess.run([BASH, "-c", command], cwd=tmp_path, capture_output=True, timeout=30)
+    assert marker.exists(), "bash and git really ran the configured command"
+    rules = RuleSet(RulesConfig(default="ask", allow=[*THIRD_AUDIT_ALLOW, "write(**)"], deny=AUDIT_DENY), str(tmp_path))
+    assert rules.decide("bash", {"command": command}).decision != "allow"

@@ -644,6 +644,12 @@ def _evaluating_builtin(name: str, words: list[Word], levels: _Levels) -> None:
         if name == "compgen" or any(value is None or pattern.search(value) for value in arguments):
             levels.problems.append(f"`{name}` evaluates its arguments, which the rules cannot follow")
         return
+    if name == "printf" and any(value is None or value.startswith("-v") for value in arguments):
+        # ``printf -v NAME`` assigns a shell variable, like ``NAME=value``: the next part may run
+        # under a HOME, PATH or GIT_* the rules never saw (reported by an audit: HOME → a git
+        # config that runs a command). A computed argument might spell -v too.
+        levels.problems.append("`printf -v` assigns a variable that later parts of the command run under")
+        return
     if name == "printf" or name in ("test", "["):
         flags = ("-v",) if name == "printf" else ("-v", "-R")
         for index, value in enumerate(arguments):
