@@ -759,3 +759,39 @@ def test_printf_v_home_really_makes_git_run_a_configured_command(tmp_path):
     assert marker.exists(), "bash and git really ran the configured command"
     rules = RuleSet(RulesConfig(default="ask", allow=[*THIRD_AUDIT_ALLOW, "write(**)"], deny=AUDIT_DENY), str(tmp_path))
     assert rules.decide("bash", {"command": command}).decision != "allow"
+
+
+# --- Fourth audit: where a comment ends, and \" inside backticks -------------------------------------
+
+FOURTH_AUDIT = [
+    'echo "`echo \\"\'\\" ; touch /tmp/pwnB1 ; \\"\'\\"`"',
+    'echo $"`echo \\"\'\\" ; touch /tmp/pwnD6 ; \\"\'\\"`"',
+    'echo "$(true # \\\ntouch /tmp/pwnC1\n)"',
+    'echo "$(true\n# \\\ntouch /tmp/pwnC7\n)"',
+    'echo "$(echo "x" # \\\ntouch /tmp/pwnC2\n)"',
+    'echo $(true)#"\n" # \\\ntouch /tmp/pwnD1',
+    'echo $((1))#"\n" # \\\ntouch /tmp/pwnD2',
+    'echo <(true)#"\n" # \\\ntouch /tmp/pwnD3',
+    'echo $(true)#"\n"\n#\\\ntouch /tmp/pwnD8',
+]
+
+
+@pytest.mark.parametrize("default", ["ask", "deny"])
+@pytest.mark.parametrize("command", FOURTH_AUDIT)
+def test_the_fourth_audit_commands_are_never_allowed(command, default):
+    rules = RuleSet(RulesConfig(default=default, allow=ALLOW, deny=DENY), "/srv/project")
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision in ("ask", "deny"), verdict
+    if default == "deny":
+        assert verdict.decision == "deny", verdict
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@pytest.mark.parametrize("command", [FOURTH_AUDIT[0], FOURTH_AUDIT[2], FOURTH_AUDIT[5]])
+def test_each_fourth_audit_command_really_runs_the_hidden_command(command, tmp_path):
+    marker = tmp_path / "pwned"
+    spelled = command.replace(command[command.index("/tmp/pwn") : command.index("/tmp/pwn") + 10], str(marker))
+    subprocess.run([BASH, "-c", spelled], cwd=tmp_path, capture_output=True, timeout=30)
+    assert marker.exists(), spelled
+    rules = RuleSet(RulesConfig(default="ask", allow=ALLOW, deny=DENY), str(tmp_path))
+    assert rules.decide("bash", {"command": spelled}).decision != "allow"
