@@ -176,36 +176,27 @@ async def test_a_sub_call_that_asks_is_approved_once_per_sub_call() -> None:
     ]
 
 
-@pytest.mark.anyio
-async def test_a_sub_call_that_asks_without_an_approval_service_is_denied() -> None:
-    harness = code_harness(AskForEcho())
-    result = await harness.execute(
-        run_code(
-            """
-            try:
-                await tools.echo({"text": "one"})
-            except ToolCallError as exc:
-                return str(exc)
-            """
-        )
-    )
-    assert result.value == {"logs": [], "result": "echo needs a yes"}
+CATCHES_THE_REFUSAL = """
+try:
+    await tools.echo({"text": "one"})
+except ToolCallError as exc:
+    return str(exc)
+"""
 
 
 @pytest.mark.anyio
-async def test_a_rejected_sub_call_reports_the_rejection() -> None:
-    harness = code_harness(AskForEcho(), Approver("rejected"))
-    result = await harness.execute(
-        run_code(
-            """
-            try:
-                await tools.echo({"text": "one"})
-            except ToolCallError as exc:
-                return str(exc)
-            """
-        )
-    )
-    assert result.value == {"logs": [], "result": 'the user rejected tool "echo"'}
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (None, "echo needs a yes"),  # no approval service: the ask is denied with its own reason
+        ("rejected", 'the user rejected tool "echo"'),
+    ],
+)
+async def test_a_sub_call_whose_ask_is_not_approved_is_refused_to_the_program(answer: str | None, message: str) -> None:
+    plugins = [AskForEcho()] if answer is None else [AskForEcho(), Approver(answer)]
+    harness = code_harness(*plugins)
+    result = await harness.execute(run_code(CATCHES_THE_REFUSAL))
+    assert result.value == {"logs": [], "result": message}
 
 
 @pytest.mark.anyio

@@ -30,6 +30,16 @@ from .support import AllowEveryAsk, Recorder, Tools, bash, make_harness
 ALLOW = ["bash(echo *)", "bash(git status)", "bash(ls *)"]
 DENY = ["bash(rm -rf *)", "write(**/.env)", "edit(**/.env)"]
 
+
+def assert_never_allowed(command: str, default: str, allow: list[str], deny: list[str]) -> None:
+    """The command asks (or, under ``default = "deny"``, is denied): no allow rule lets it through."""
+    rules = RuleSet(RulesConfig(default=default, allow=allow, deny=deny), "/srv/project")
+    verdict = rules.decide("bash", {"command": command})
+    assert verdict.decision in ("ask", "deny"), verdict
+    if default == "deny":
+        assert verdict.decision == "deny", verdict
+
+
 NEVER_ALLOWED = [
     # line continuations
     "ec\\\nho hi; rm x",
@@ -318,11 +328,7 @@ AUDIT_NEVER_ALLOWED = [
 @pytest.mark.parametrize("default", ["ask", "deny"])
 @pytest.mark.parametrize("command", AUDIT_NEVER_ALLOWED)
 def test_the_audit_commands_are_never_allowed(command, default):
-    rules = RuleSet(RulesConfig(default=default, allow=AUDIT_ALLOW, deny=AUDIT_DENY), "/srv/project")
-    verdict = rules.decide("bash", {"command": command})
-    assert verdict.decision in ("ask", "deny"), verdict
-    if default == "deny":
-        assert verdict.decision == "deny", verdict
+    assert_never_allowed(command, default, AUDIT_ALLOW, AUDIT_DENY)
 
 
 @pytest.mark.parametrize("default", ["ask", "deny"])
@@ -618,11 +624,7 @@ ROUND2_NEVER_ALLOWED = [
 @pytest.mark.parametrize("default", ["ask", "deny"])
 @pytest.mark.parametrize("command", ROUND2_NEVER_ALLOWED)
 def test_round2_commands_are_never_allowed(command, default):
-    rules = RuleSet(RulesConfig(default=default, allow=ROUND2_ALLOW, deny=ROUND2_DENY), "/srv/project")
-    verdict = rules.decide("bash", {"command": command})
-    assert verdict.decision in ("ask", "deny"), verdict
-    if default == "deny":
-        assert verdict.decision == "deny", verdict
+    assert_never_allowed(command, default, ROUND2_ALLOW, ROUND2_DENY)
 
 
 @pytest.mark.parametrize("default", ["ask", "deny"])
@@ -732,11 +734,7 @@ THIRD_AUDIT_ALLOW = [*AUDIT_ALLOW, "bash(printf *)", "bash(git log *)"]
     ],
 )
 def test_printf_v_assigning_a_variable_is_never_allowed(command, default):
-    rules = RuleSet(RulesConfig(default=default, allow=THIRD_AUDIT_ALLOW, deny=AUDIT_DENY), "/srv/project")
-    verdict = rules.decide("bash", {"command": command})
-    assert verdict.decision in ("ask", "deny"), verdict
-    if default == "deny":
-        assert verdict.decision == "deny", verdict
+    assert_never_allowed(command, default, THIRD_AUDIT_ALLOW, AUDIT_DENY)
 
 
 def test_printf_without_v_stays_allowed():
@@ -779,11 +777,7 @@ FOURTH_AUDIT = [
 @pytest.mark.parametrize("default", ["ask", "deny"])
 @pytest.mark.parametrize("command", FOURTH_AUDIT)
 def test_the_fourth_audit_commands_are_never_allowed(command, default):
-    rules = RuleSet(RulesConfig(default=default, allow=ALLOW, deny=DENY), "/srv/project")
-    verdict = rules.decide("bash", {"command": command})
-    assert verdict.decision in ("ask", "deny"), verdict
-    if default == "deny":
-        assert verdict.decision == "deny", verdict
+    assert_never_allowed(command, default, ALLOW, DENY)
 
 
 @pytest.mark.skipif(BASH is None, reason="needs bash")
